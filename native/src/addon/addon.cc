@@ -1,0 +1,25 @@
+// The qpgate Node addon: per-environment state through Napi::Addon (no
+// static globals, so it loads in worker threads too).
+#include <napi.h>
+
+#include "convert.h"
+#include "engine_wrap.h"
+
+namespace qpgate::addon {
+
+class QpgateAddon : public Napi::Addon<QpgateAddon> {
+ public:
+  QpgateAddon(Napi::Env env, Napi::Object exports) {
+    DefineAddon(exports, {
+                             InstanceValue("features", features_to_js(env), napi_enumerable),
+                             InstanceValue("ringLayout", ring_layout_to_js(env), napi_enumerable),
+                             InstanceValue("Engine", EngineWrap::Define(env), napi_enumerable),
+                         });
+  }
+};
+
+}  // namespace qpgate::addon
+
+// The macro pastes its argument into a name, so it needs an unqualified one.
+using QpgateAddon = qpgate::addon::QpgateAddon;
+NODE_API_ADDON(QpgateAddon)

@@ -1,0 +1,138 @@
+#include "engine_wrap.h"
+
+#include "convert.h"
+#include "options.h"
+
+namespace qpgate::addon {
+
+namespace {
+
+// Queue depth for wake-ups. The engine queues at most one per JS drain (the
+// ring's waiting word), so a handful is plenty; a full queue is retried by
+// the engine on its next duty cycle, never waited for.
+constexpr std::size_t kWakeQueueSize = 4;
+
+Napi::ArrayBuffer ring_buffer(Napi::Env env, const engine::RingMemory& mem) {
+  // The finalizer's shared_ptr keeps the memory alive while JS holds it.
+  auto* keep = new std::shared_ptr<engine::NodeBuffer>(mem.buffer);
+  return Napi::ArrayBuffer::New(
+      env, mem.view.data(), static_cast<std::size_t>(engine::RingView::total_length(mem.view.capacity())),
+      [](Napi::Env, void*, std::shared_ptr<engine::NodeBuffer>* hint) { delete hint; }, keep);
+}
+
+}  // namespace
+
+Napi::Function EngineWrap::Define(Napi::Env env) {
+  return DefineClass(env, "Engine",
+                     {InstanceMethod<&EngineWrap::Start>("start"),
+                      InstanceMethod<&EngineWrap::Stop>("stop"),
+                      InstanceMethod<&EngineWrap::Placement>("placement"),
+                      InstanceMethod<&EngineWrap::Stats>("stats"),
+                      InstanceMethod<&EngineWrap::Rings>("rings"),
+                      InstanceMethod<&EngineWrap::Notify>("notify"),
+                      InstanceAccessor<&EngineWrap::Running>("running")});
+}
+
+EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineWrap>(info), env_(info.Env()) {
+  EngineOptions options = parse_engine_options(info.Env(), info[0]);
+  if (!options.on_wake.IsEmpty()) on_wake_ = Napi::Persistent(options.on_wake);
+  engine::JsWaker waker;
+  if (!on_wake_.IsEmpty()) waker = [this] { return WakeJs(); };
+  try {
+    engine_ = std::make_unique<engine::Engine>(std::move(options.config), std::move(waker));
+  } catch (const std::exception& e) {
+    throw Napi::TypeError::New(info.Env(), std::string("qpgate Engine: ") + e.what());
+  }
+}
+
+EngineWrap::~EngineWrap() { StopEngine(false); }
+
+bool EngineWrap::WakeJs() {
+  const napi_status status = tsfn_.NonBlockingCall();
+  // napi_closing: the environment is going away; nothing left to wake.
+  return status != napi_queue_full;
+}
+
+Napi::Value EngineWrap::Start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (engine_->running()) return env.Undefined();
+  if (!on_wake_.IsEmpty()) {
+    tsfn_ = Napi::ThreadSafeFunction::New(env, on_wake_.Value(), "qpgate.engine.wake", kWakeQueueSize, 1);
+    tsfn_live_ = true;
+  }
+  try {
+    engine_->start();
+  } catch (const std::exception& e) {
+    if (tsfn_live_) {
+      tsfn_.Release();
+      tsfn_live_ = false;
+    }
+    throw Napi::Error::New(env, e.what());
+  }
+  if (napi_add_env_cleanup_hook(env, &EngineWrap::OnEnvCleanup, this) == napi_ok) cleanup_hook_ = true;
+  return env.Undefined();
+}
+
+Napi::Value EngineWrap::Stop(const Napi::CallbackInfo& info) {
+  StopEngine(true);
+  return info.Env().Undefined();
+}
+
+void EngineWrap::StopEngine(bool detach) {
+  if (engine_) engine_->stop();  // joins; idempotent
+  if (tsfn_live_) {
+    tsfn_.Release();  // after the join: no engine call can follow it
+    tsfn_live_ = false;
+  }
+  for (Napi::Reference<Napi::ArrayBuffer>* ref : {&to_engine_ab_, &from_engine_ab_}) {
+    if (ref->IsEmpty()) continue;
+    if (detach) {
+      Napi::ArrayBuffer ab = ref->Value();
+      if (!ab.IsEmpty() && !ab.IsDetached()) ab.Detach();
+    }
+    ref->Reset();
+  }
+  if (cleanup_hook_) {
+    napi_remove_env_cleanup_hook(env_, &EngineWrap::OnEnvCleanup, this);
+    cleanup_hook_ = false;
+  }
+}
+
+void EngineWrap::OnEnvCleanup(void* self) {
+  auto* wrap = static_cast<EngineWrap*>(self);
+  wrap->cleanup_hook_ = false;  // do not remove the hook from inside itself
+  wrap->StopEngine(false);
+}
+
+Napi::Value EngineWrap::Placement(const Napi::CallbackInfo& info) {
+  if (engine_->placement().tid == 0) {
+    throw Napi::Error::New(info.Env(), "qpgate Engine: placement() is known once start() has run");
+  }
+  return placement_to_js(info.Env(), engine_->placement());
+}
+
+Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) { return stats_to_js(info.Env(), engine_->stats()); }
+
+Napi::Value EngineWrap::Rings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_->running()) throw Napi::Error::New(env, "qpgate Engine: rings() needs a started engine");
+  // The same ArrayBuffers every time: one external buffer per memory range.
+  if (to_engine_ab_.IsEmpty()) to_engine_ab_ = Napi::Persistent(ring_buffer(env, engine_->to_engine_ring()));
+  if (from_engine_ab_.IsEmpty()) from_engine_ab_ = Napi::Persistent(ring_buffer(env, engine_->from_engine_ring()));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("toEngine", to_engine_ab_.Value());
+  o.Set("fromEngine", from_engine_ab_.Value());
+  o.Set("toEngineCapacity", Napi::Number::New(env, static_cast<double>(engine_->config().to_engine_capacity)));
+  o.Set("fromEngineCapacity", Napi::Number::New(env, static_cast<double>(engine_->config().from_engine_capacity)));
+  return o;
+}
+
+Napi::Value EngineWrap::Notify(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), engine_->notify());
+}
+
+Napi::Value EngineWrap::Running(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), engine_->running());
+}
+
+}  // namespace qpgate::addon

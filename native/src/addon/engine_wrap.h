@@ -1,0 +1,55 @@
+// The JS class `Engine`: an engine::Engine, its wake-up ThreadSafeFunction
+// and the ArrayBuffers over its rings.
+//
+// Lifetime: stop() joins the thread, releases the TSFN and detaches the
+// ring ArrayBuffers (so stale JS views read as empty instead of freed
+// memory). The memory itself is owned through shared_ptrs that the
+// ArrayBuffers' finalizers hold, so it stays valid for as long as JS can
+// reach it. stop() also runs from the object's finalizer and from an env
+// cleanup hook (registered at start, after the TSFN's own, so it runs first
+// and the TSFN is still alive when we release it).
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "engine/engine.h"
+
+namespace qpgate::addon {
+
+class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+
+  explicit EngineWrap(const Napi::CallbackInfo& info);
+  ~EngineWrap() override;
+  EngineWrap(const EngineWrap&) = delete;
+  EngineWrap& operator=(const EngineWrap&) = delete;
+
+ private:
+  Napi::Value Start(const Napi::CallbackInfo& info);
+  Napi::Value Stop(const Napi::CallbackInfo& info);
+  Napi::Value Placement(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Rings(const Napi::CallbackInfo& info);
+  Napi::Value Notify(const Napi::CallbackInfo& info);
+  Napi::Value Running(const Napi::CallbackInfo& info);
+
+  // Engine thread: one wake per batch; false when the TSFN queue is full.
+  bool WakeJs();
+  // `detach`: also detach the ArrayBuffers (needs a live JS heap).
+  void StopEngine(bool detach);
+  static void OnEnvCleanup(void* self);
+
+  napi_env env_;
+  std::unique_ptr<engine::Engine> engine_;
+  Napi::FunctionReference on_wake_;
+  Napi::ThreadSafeFunction tsfn_;
+  bool tsfn_live_ = false;
+  bool cleanup_hook_ = false;
+  Napi::Reference<Napi::ArrayBuffer> to_engine_ab_;
+  Napi::Reference<Napi::ArrayBuffer> from_engine_ab_;
+};
+
+}  // namespace qpgate::addon

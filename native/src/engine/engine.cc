@@ -1,0 +1,283 @@
+#include "engine.h"
+
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "clock.h"
+#include "command_agent.h"
+
+namespace qpgate::engine {
+namespace {
+
+// While a JS wake is owed (TSFN queue full), park no longer than this, so
+// the retry happens soon without spinning on a queue JS is still draining.
+constexpr std::int64_t kWakeRetryParkNs = 50'000;
+
+std::string describe_pages(const NodeBuffer& buffer) {
+  const PageInfo info = page_info(buffer.data());
+  std::string text = buffer.page_reason();
+  if (info.found) {
+    text += "; smaps: KernelPageSize " + std::to_string(info.kernel_page_kb) + " kB";
+    if (buffer.page_kind() == PageKind::kTransparent) {
+      text += ", AnonHugePages " + std::to_string(info.anon_huge_kb) + " kB" +
+              (info.anon_huge_kb == 0 ? " (the kernel has not collapsed it into a huge page)" : "");
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string validate(const EngineConfig& c) {
+  if (!valid_ring_capacity(c.to_engine_capacity)) {
+    return "toEngineCapacity must be a power of two from " + std::to_string(ring_layout::kMinCapacity) +
+           " to " + std::to_string(ring_layout::kMaxCapacity) + ", got " + std::to_string(c.to_engine_capacity);
+  }
+  if (!valid_ring_capacity(c.from_engine_capacity)) {
+    return "fromEngineCapacity must be a power of two from " + std::to_string(ring_layout::kMinCapacity) +
+           " to " + std::to_string(ring_layout::kMaxCapacity) + ", got " + std::to_string(c.from_engine_capacity);
+  }
+  if (c.backoff.min_park_ns <= 0 || c.backoff.max_park_ns < c.backoff.min_park_ns) {
+    return "backoff park times must satisfy 0 < minParkNs <= maxParkNs, got " +
+           std::to_string(c.backoff.min_park_ns) + " and " + std::to_string(c.backoff.max_park_ns);
+  }
+  if (!c.cpus.empty()) {
+    const CpuListParse parsed = parse_cpu_list(c.cpus);
+    if (!parsed.ok()) return "cpus: " + parsed.error;
+  }
+  return "";
+}
+
+Engine::Engine(EngineConfig config, JsWaker waker) : config_(std::move(config)), waker_(std::move(waker)) {
+  const std::string error = validate(config_);
+  if (!error.empty()) throw std::invalid_argument(error);
+  agents_.push_back(std::make_unique<CommandAgent>());
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::add_agent(std::unique_ptr<Agent> agent) {
+  if (running_) throw std::logic_error("Engine::add_agent: engine is running");
+  agents_.push_back(std::move(agent));
+}
+
+void Engine::start() {
+  if (running_) return;
+  parker_ = std::make_unique<Parker>();
+  counters_ = std::make_unique<EngineCounters>();
+  notifies_.store(0, std::memory_order_relaxed);
+  stop_requested_.store(false);
+  wake_owed_ = false;
+  report_ = PlacementReport{};
+
+  std::promise<std::string> ready;
+  std::future<std::string> result = ready.get_future();
+  thread_ = std::thread([this, &ready] { run(ready); });
+  const std::string error = result.get();
+  if (!error.empty()) {
+    thread_.join();
+    release_buffers();
+    throw std::runtime_error("qpgate engine failed to start: " + error);
+  }
+  running_ = true;
+}
+
+void Engine::stop() {
+  if (!thread_.joinable()) return;
+  stop_requested_.store(true, std::memory_order_seq_cst);
+  parker_->ring();  // unconditionally: it may be parked or about to park
+  thread_.join();
+  running_ = false;
+  release_buffers();
+}
+
+void Engine::release_buffers() {
+  to_engine_ = SpscConsumer{};
+  from_engine_ = SpscProducer{};
+  context_ = AgentContext{};
+  // JS may still hold ArrayBuffers over these; their shared_ptrs keep the
+  // memory until they are collected (or detached by the addon).
+  to_engine_mem_ = RingMemory{};
+  from_engine_mem_ = RingMemory{};
+  parker_.reset();
+}
+
+void Engine::run(std::promise<std::string>& ready) {
+  std::string error;
+  try {
+    error = set_up_on_engine_thread();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // After set_value the promise (on start()'s stack) must not be touched.
+  const bool ok = error.empty();
+  ready.set_value(std::move(error));
+  if (!ok) return;
+  duty_cycle_loop();
+  for (auto& agent : agents_) agent->on_close();
+}
+
+std::string Engine::set_up_on_engine_thread() {
+  report_.tid = static_cast<int>(gettid());
+  pthread_setname_np(pthread_self(), "qpgate-engine");
+  // The default 50 us timer slack would turn a 1 us park into 50 us.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+  // 1. Pin first, so first touch and the kernel's local policy see the right CPU.
+  PlacementRequest request;
+  request.device = config_.device;
+  request.cpus = config_.cpus;
+  request.sysfs_root = config_.sysfs_root;
+  report_.plan = plan_placement(request, process_allowed_cpus());
+  report_.pin = report_.plan.cpu >= 0 ? pin_current_thread(report_.plan.cpu) : PinResult{};
+  if (report_.plan.cpu < 0) {
+    report_.pin.error = report_.plan.cpu_reason;
+    report_.pin.affinity = thread_allowed_cpus();
+  }
+  // The node the memory should live on: the device's, else the pinned CPU's
+  // own (first touch gets that anyway; libnuma makes it explicit).
+  const int node = report_.plan.numa_node;
+
+  // 2. Buffers on the node, touched by this thread.
+  BufferOptions options;
+  options.numa_node = node;
+  options.huge_pages = config_.huge_pages;
+  options.sysfs_root = config_.sysfs_root;
+  options.size = static_cast<std::size_t>(RingView::total_length(config_.to_engine_capacity));
+  auto to_buffer = std::make_shared<NodeBuffer>(options);
+  options.size = static_cast<std::size_t>(RingView::total_length(config_.from_engine_capacity));
+  auto from_buffer = std::make_shared<NodeBuffer>(options);
+  to_buffer->first_touch();
+  from_buffer->first_touch();
+  to_engine_mem_ = RingMemory{to_buffer, RingView(to_buffer->data(), config_.to_engine_capacity)};
+  from_engine_mem_ = RingMemory{from_buffer, RingView(from_buffer->data(), config_.from_engine_capacity)};
+  // JS starts out waiting for its first wake-up.
+  from_engine_mem_.view.waiting().store(1, std::memory_order_release);
+
+  report_.memory_policy = to_buffer->node_bound() ? "libnuma node-local" : "first-touch";
+  report_.memory_reason = to_buffer->node_reason();
+  report_.huge_pages = page_kind_name(to_buffer->page_kind());
+  report_.huge_pages_reason = describe_pages(*to_buffer);
+  if (from_buffer->page_kind() != to_buffer->page_kind()) {
+    report_.huge_pages_reason += "; but the fromEngine ring got " +
+                                 std::string(page_kind_name(from_buffer->page_kind())) + ": " +
+                                 describe_pages(*from_buffer);
+  }
+  if (config_.idle) {
+    report_.idle_strategy = idle_kind_name(*config_.idle);
+    report_.idle_reason = "configured";
+  } else {
+    report_.idle_strategy = idle_kind_name(default_idle_kind(&report_.idle_reason));
+  }
+
+  // 3. Agents.
+  to_engine_ = SpscConsumer(to_engine_mem_.view);
+  from_engine_ = SpscProducer(from_engine_mem_.view);
+  context_ = AgentContext{&to_engine_, &from_engine_, parker_.get(), counters_.get()};
+  for (auto& agent : agents_) agent->on_start(context_);
+  return "";
+}
+
+void Engine::duty_cycle_loop() {
+  IdleKind kind = IdleKind::kBackoff;
+  parse_idle_kind(report_.idle_strategy, kind);
+  IdleStrategy idle(kind, config_.backoff, *this);
+  EngineCounters& counters = *counters_;
+  const auto threshold = static_cast<std::uint64_t>(config_.cycle_threshold_ns);
+
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    const std::uint64_t start = monotonic_ns();
+    int work = 0;
+    for (auto& agent : agents_) work += agent->do_work(start);
+    // One tail store for everything the agents produced this cycle, and at
+    // most one JS wake-up for it.
+    if (from_engine_.publish() || wake_owed_) deliver_js_wake();
+    counters.duty_cycles.add();
+    if (work > 0) {
+      const std::uint64_t took = monotonic_ns() - start;
+      counters.max_cycle_ns.raise_to(took);
+      if (took > threshold) counters.cycles_over_threshold.add();
+    } else {
+      counters.idle_cycles.add();
+    }
+    idle.idle(work);
+  }
+}
+
+void Engine::deliver_js_wake() {
+  if (!wake_owed_) {
+    // JS cleared its flag (waiting = 1) after draining: we must wake it.
+    // Otherwise a wake is already pending and JS will see these records too.
+    if (!from_engine_.take_wake_duty()) return;
+    wake_owed_ = true;
+  }
+  if (!waker_) {  // no JS (C++ tests): the consumer polls
+    wake_owed_ = false;
+    return;
+  }
+  if (waker_()) {
+    wake_owed_ = false;
+    counters_->js_wakes.add();
+  } else {
+    counters_->js_wake_retries.add();
+  }
+}
+
+void Engine::park(std::int64_t timeout_ns) {
+  if (wake_owed_) timeout_ns = std::min(timeout_ns, kWakeRetryParkNs);
+  // Announce, then re-check: a JS producer that published before seeing the
+  // announcement is caught here; one after it sees waiting == 1 and rings.
+  if (!to_engine_.announce_waiting()) return;
+  if (stop_requested_.load(std::memory_order_seq_cst)) {
+    to_engine_.clear_waiting();
+    return;
+  }
+  EngineCounters& counters = *counters_;
+  counters.parks.add();
+  const unsigned reasons = parker_->park(timeout_ns);
+  to_engine_.clear_waiting();
+  if (reasons & kWakeDoorbell) counters.doorbell_wakes.add();
+  if (reasons & kWakeTimer) counters.timer_wakes.add();
+  if (reasons & kWakeFd) counters.fd_wakes.add();
+}
+
+bool Engine::notify() {
+  if (!running_ || !to_engine_mem_) return false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (to_engine_mem_.view.waiting().exchange(0, std::memory_order_seq_cst) != 1) return false;
+  parker_->ring();
+  notifies_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s;
+  const EngineCounters& c = *counters_;
+  s.running = running_;
+  s.duty_cycles = c.duty_cycles.get();
+  s.idle_cycles = c.idle_cycles.get();
+  s.parks = c.parks.get();
+  s.doorbell_wakes = c.doorbell_wakes.get();
+  s.timer_wakes = c.timer_wakes.get();
+  s.fd_wakes = c.fd_wakes.get();
+  s.notifies = notifies_.load(std::memory_order_relaxed);
+  s.js_wakes = c.js_wakes.get();
+  s.js_wake_retries = c.js_wake_retries.get();
+  s.records_in = c.records_in.get();
+  s.records_out = c.records_out.get();
+  s.rejected_records = c.rejected_records.get();
+  s.to_engine_corrupt = c.to_engine_corrupt.get() != 0;
+  s.max_cycle_ns = c.max_cycle_ns.get();
+  s.cycles_over_threshold = c.cycles_over_threshold.get();
+  s.to_engine_capacity = config_.to_engine_capacity;
+  s.from_engine_capacity = config_.from_engine_capacity;
+  if (to_engine_mem_) s.to_engine_used = to_engine_mem_.view.used();
+  if (from_engine_mem_) s.from_engine_used = from_engine_mem_.view.used();
+  return s;
+}
+
+}  // namespace qpgate::engine

@@ -1,0 +1,145 @@
+// The engine: one pinned thread running a duty cycle over its agents
+// (Aeron's agent runner), with two SPSC rings to JS in node-local memory.
+//
+//   start()  spawns the thread and waits until it has pinned itself,
+//            allocated and first-touched its buffers, and started its agents;
+//            throws if any of that failed outright (a refused pin is not a
+//            failure: the report says why and the thread runs unpinned).
+//   stop()   sets the stop flag, rings the doorbell, joins, frees. Idempotent;
+//            the destructor calls it.
+//
+// Control methods (start, stop, placement, stats, rings) are for one thread,
+// the owner (the Node main thread); notify() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent.h"
+#include "counters.h"
+#include "idle_strategy.h"
+#include "node_buffer.h"
+#include "parker.h"
+#include "placement.h"
+#include "spsc_ring.h"
+
+namespace qpgate::engine {
+
+struct EngineConfig {
+  static constexpr std::int64_t kDefaultRingCapacity = std::int64_t{1} << 20;  // 1 MiB + trailer: one 2 MiB page
+  static constexpr std::int64_t kDefaultCycleThresholdNs = 1'000'000;          // Aeron's 1 ms
+
+  std::string device;                // netdev or RDMA device whose NUMA node to use
+  std::string cpus;                  // explicit CPU list; overrides the NUMA choice
+  std::string sysfs_root = "/sys";   // tests use a fake tree
+  std::optional<IdleKind> idle;      // unset: default_idle_kind()
+  BackoffParams backoff;
+  std::int64_t to_engine_capacity = kDefaultRingCapacity;
+  std::int64_t from_engine_capacity = kDefaultRingCapacity;
+  bool huge_pages = true;
+  std::int64_t cycle_threshold_ns = kDefaultCycleThresholdNs;
+};
+
+// Empty string when the config is usable, else what is wrong with it.
+std::string validate(const EngineConfig& config);
+
+// Wakes JS; called on the engine thread. Returns false when the wake could
+// not be queued (TSFN queue full): the engine retries on the next cycle and
+// never blocks.
+using JsWaker = std::function<bool()>;
+
+struct EngineStats {
+  bool running = false;
+  std::uint64_t duty_cycles = 0;
+  std::uint64_t idle_cycles = 0;
+  std::uint64_t parks = 0;
+  std::uint64_t doorbell_wakes = 0;
+  std::uint64_t timer_wakes = 0;
+  std::uint64_t fd_wakes = 0;
+  std::uint64_t notifies = 0;          // doorbell rings by notify()
+  std::uint64_t js_wakes = 0;
+  std::uint64_t js_wake_retries = 0;
+  std::uint64_t records_in = 0;
+  std::uint64_t records_out = 0;
+  std::uint64_t rejected_records = 0;
+  bool to_engine_corrupt = false;
+  std::uint64_t max_cycle_ns = 0;
+  std::uint64_t cycles_over_threshold = 0;
+  std::int64_t to_engine_used = 0;     // bytes published, not yet consumed
+  std::int64_t to_engine_capacity = 0;
+  std::int64_t from_engine_used = 0;
+  std::int64_t from_engine_capacity = 0;
+};
+
+// A ring's memory and its view. The shared_ptr lets JS's ArrayBuffers keep
+// the memory alive after stop() has dropped the engine's reference.
+struct RingMemory {
+  std::shared_ptr<NodeBuffer> buffer;
+  RingView view;
+  explicit operator bool() const { return buffer != nullptr; }
+};
+
+class Engine final : private ParkSite {
+ public:
+  explicit Engine(EngineConfig config, JsWaker waker = {});
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Before start(). The engine owns its agents; the built-in command agent
+  // (ECHO) always runs first.
+  void add_agent(std::unique_ptr<Agent> agent);
+
+  void start();
+  void stop();
+  bool running() const { return running_; }
+
+  // Valid once start() has returned (kept after stop()).
+  const PlacementReport& placement() const { return report_; }
+  EngineStats stats() const;
+
+  // Empty when not running.
+  RingMemory to_engine_ring() const { return to_engine_mem_; }
+  RingMemory from_engine_ring() const { return from_engine_mem_; }
+
+  // Rings the doorbell only if the engine has announced that it is parked
+  // (toEngine's consumer_waiting word); returns whether it rang. Any thread.
+  bool notify();
+
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  void run(std::promise<std::string>& ready);
+  std::string set_up_on_engine_thread();
+  void duty_cycle_loop();
+  void deliver_js_wake();
+  void park(std::int64_t timeout_ns) override;
+  void release_buffers();
+
+  EngineConfig config_;
+  JsWaker waker_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+
+  std::thread thread_;
+  bool running_ = false;
+  std::atomic<bool> stop_requested_{false};
+  std::unique_ptr<Parker> parker_;
+  RingMemory to_engine_mem_;
+  RingMemory from_engine_mem_;
+  SpscConsumer to_engine_;
+  SpscProducer from_engine_;
+  AgentContext context_;
+  std::unique_ptr<EngineCounters> counters_ = std::make_unique<EngineCounters>();
+  std::atomic<std::uint64_t> notifies_{0};
+  bool wake_owed_ = false;  // engine thread: took the wake duty, TSFN refused; retry
+  PlacementReport report_;
+};
+
+}  // namespace qpgate::engine

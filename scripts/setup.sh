@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-step install for a fresh Debian 12 machine with Node 20: the Debian
+# packages the native build needs, then npm's packages (which builds the
+# addon and the TypeScript). Run as root or with sudo available.
+#   --with-tests   also install what the test suite needs (clang, sanitizer
+#                  runtimes, GoogleTest, tshark, scapy); .ci/run uses it.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev)
+# Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
+optional_pkgs=(libibverbs-dev)
+test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps)
+
+pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
+[ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer no without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | "${sudo_cmd[@]}" debconf-set-selections
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cd "$root"
+echo "setup: installing npm packages and building the native addon"
+npm ci --no-audit --no-fund

@@ -1,0 +1,103 @@
+// The configuration schema: one TypeBox schema gives both the JSON Schema that
+// validates config/default.yaml (+ environment + CLI overrides) and the static
+// type the rest of the gateway reads. Unknown keys are errors, so a typo in a
+// key is reported rather than silently ignored.
+import { Type, type Static } from '@sinclair/typebox';
+
+const strict = { additionalProperties: false } as const;
+
+export const IdleStrategy = Type.Union(
+  [Type.Literal('auto'), Type.Literal('spin'), Type.Literal('yield'), Type.Literal('backoff')],
+  { description: "one of 'auto', 'spin', 'yield', 'backoff'" },
+);
+
+export const BackendConfig = Type.Object(
+  {
+    kind: Type.Union([Type.Literal('soft'), Type.Literal('ibv')], {
+      description: "'soft' (RoCEv2 in user space over UDP) or 'ibv' (libibverbs)",
+    }),
+    device: Type.String({ minLength: 1, description: 'network interface (soft) or RDMA device (ibv)' }),
+    address: Type.String({
+      format: 'ipv4',
+      description: 'the IPv4 address this soft device owns (one address per device: UDP port 4791)',
+    }),
+  },
+  strict,
+);
+
+export const BackoffConfig = Type.Object(
+  {
+    spins: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    yields: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    minParkNs: Type.Integer({ minimum: 1_000, maximum: 1_000_000_000 }),
+    maxParkNs: Type.Integer({ minimum: 1_000, maximum: 1_000_000_000 }),
+  },
+  strict,
+);
+
+export const EngineConfig = Type.Object(
+  {
+    idleStrategy: IdleStrategy,
+    cpus: Type.Array(Type.Integer({ minimum: 0, maximum: 4095 }), {
+      uniqueItems: true,
+      description: 'CPUs the engine thread may run on; empty = the CPUs of the device NUMA node',
+    }),
+    backoff: BackoffConfig,
+    ringBytes: Type.Integer({
+      minimum: 4096,
+      maximum: 1 << 30,
+      multipleOf: 4096,
+      description: 'capacity of each JS <-> engine ring in bytes (a power of two, at least 4096)',
+    }),
+  },
+  strict,
+);
+
+export const TokenConfig = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 64 }),
+    scope: Type.Union([Type.Literal('read'), Type.Literal('admin')], { description: "'read' or 'admin'" }),
+    token: Type.String({ minLength: 16, description: 'a secret of at least 16 characters' }),
+  },
+  strict,
+);
+
+export const ControlConfig = Type.Object(
+  {
+    host: Type.String({ minLength: 1, description: 'listen address; loopback unless you mean it' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    tokens: Type.Array(TokenConfig),
+  },
+  strict,
+);
+
+export const LogConfig = Type.Object(
+  {
+    level: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { description: "one of 'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'" },
+    ),
+  },
+  strict,
+);
+
+export const StateConfig = Type.Object(
+  {
+    dir: Type.String({ minLength: 1, description: 'directory for the journal and generated secrets' }),
+  },
+  strict,
+);
+
+export const GatewayConfig = Type.Object(
+  {
+    backend: BackendConfig,
+    engine: EngineConfig,
+    control: ControlConfig,
+    log: LogConfig,
+    state: StateConfig,
+  },
+  strict,
+);
+
+export type GatewayConfig = Static<typeof GatewayConfig>;
+export type IdleStrategy = Static<typeof IdleStrategy>;

@@ -1,0 +1,170 @@
+// The engine from JS: starts and stops the native poll thread, writes
+// commands into the toEngine ring in batches (one publish, at most one
+// doorbell per batch) and hands fromEngine records to a handler one batch
+// per wake-up.
+import {
+  loadAddon,
+  type EngineStats,
+  type NativeEngine,
+  type NativeEngineOptions,
+  type PlacementReport,
+} from './addon.js';
+import { RingConsumer, RingProducer } from './spsc-ring.js';
+
+/** Record types (native/src/engine/record_types.h). */
+export const RecordType = {
+  /** toEngine: bytes to send back; fromEngine: the bytes + uint64 receive time (CLOCK_MONOTONIC ns, LE). */
+  echo: 1,
+} as const;
+
+export type EngineOptions = Omit<NativeEngineOptions, 'onWake'>;
+
+/** A record from the engine. `payload` views ring memory: valid only during the handler call. */
+export interface EngineRecord {
+  readonly type: number;
+  readonly payload: Uint8Array;
+}
+
+export type BatchHandler = (records: readonly EngineRecord[]) => void;
+
+/** An echo reply split into the bytes sent and the engine's receive time. */
+export function decodeEcho(record: EngineRecord): { payload: Uint8Array; receivedNs: bigint } {
+  const p = record.payload;
+  if (record.type !== RecordType.echo || p.byteLength < 8) {
+    throw new TypeError(`not an echo reply: type ${record.type}, ${p.byteLength} bytes`);
+  }
+  const view = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  return { payload: p.subarray(0, p.byteLength - 8), receivedNs: view.getBigUint64(p.byteLength - 8, true) };
+}
+
+// Records per handler call, and per wake-up before the drain yields to the
+// event loop (so a flood from the engine cannot starve timers and I/O).
+const MAX_RECORDS_PER_BATCH = 8192;
+const MAX_RECORDS_PER_DRAIN = 65536;
+
+export class Engine {
+  readonly #native: NativeEngine;
+  #handler: BatchHandler | undefined;
+  #producer: RingProducer | undefined;
+  #consumer: RingConsumer | undefined;
+  #op: Promise<unknown> = Promise.resolve();
+  #drainScheduled = false;
+
+  /** Throws TypeError naming the option when `options` is invalid. */
+  constructor(options: EngineOptions = {}, onBatch?: BatchHandler) {
+    this.#native = new (loadAddon().Engine)({ ...options, onWake: () => this.#drain() });
+    this.#handler = onBatch;
+  }
+
+  /** Replaces the handler that receives fromEngine records, a batch at a time. */
+  onBatch(handler: BatchHandler | undefined): void {
+    this.#handler = handler;
+  }
+
+  get running(): boolean {
+    return this.#native.running;
+  }
+
+  /**
+   * Starts the engine thread (pinned, buffers allocated) and returns its
+   * placement. Calls to start/stop are serialised, so overlapping calls are safe.
+   */
+  start(): Promise<PlacementReport> {
+    return this.#serialise(() => {
+      if (!this.#native.running) {
+        this.#native.start();
+        const rings = this.#native.rings();
+        this.#producer = new RingProducer(rings.toEngine, rings.toEngineCapacity);
+        this.#consumer = new RingConsumer(rings.fromEngine, rings.fromEngineCapacity);
+      }
+      return this.#native.placement();
+    });
+  }
+
+  /** Joins the engine thread and frees its rings. Records not yet delivered are dropped. Idempotent. */
+  stop(): Promise<void> {
+    return this.#serialise(() => {
+      this.#native.stop();
+      this.#producer = undefined;
+      this.#consumer = undefined;
+    });
+  }
+
+  placement(): PlacementReport {
+    return this.#native.placement();
+  }
+
+  stats(): EngineStats {
+    return this.#native.stats();
+  }
+
+  /**
+   * Sends each payload as an ECHO record. Writes as many as fit, publishes
+   * them with one tail store and rings the doorbell at most once; when the
+   * ring is full it waits a turn of the event loop (replies keep draining)
+   * and goes on. Resolves when every payload is in the ring.
+   */
+  async echo(payloads: readonly Uint8Array[]): Promise<void> {
+    let next = 0;
+    while (next < payloads.length) {
+      const producer = this.#producer;
+      if (producer === undefined || !this.#native.running) throw new Error('qpgate Engine: echo() on a stopped engine');
+      while (next < payloads.length && producer.write(RecordType.echo, payloads[next]!)) next++;
+      this.#flush(producer);
+      if (next < payloads.length) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Publishes what was written and wakes the engine only if it is parked. */
+  #flush(producer: RingProducer): void {
+    if (!producer.publish()) return;
+    // One Atomics.load on the hot path; the native call only when parked.
+    if (producer.consumerWaiting()) this.#native.notify();
+  }
+
+  // The wake-up handler: drain until empty, then announce that we wait and
+  // re-check (a batch published in between is drained now, not lost).
+  #drain(): void {
+    this.#drainScheduled = false;
+    const consumer = this.#consumer;
+    if (consumer === undefined || consumer.detached) return;
+    const records: EngineRecord[] = [];
+    const collect = (type: number, bytes: Uint8Array, offset: number, length: number): void => {
+      records.push({ type, payload: bytes.subarray(offset, offset + length) });
+    };
+    // The handler runs before head moves, so the payload views are intact.
+    const deliver = (count: number): void => {
+      if (count > 0) this.#handler?.(records);
+    };
+    let budget = MAX_RECORDS_PER_DRAIN;
+    for (;;) {
+      records.length = 0;
+      const n = consumer.read(collect, MAX_RECORDS_PER_BATCH, deliver);
+      if (n > 0) {
+        budget -= n;
+        if (budget <= 0) {
+          // Still flooding: come back after the event loop had a turn. The
+          // waiting word stays 0, so the engine does not wake us meanwhile.
+          this.#scheduleDrain();
+          return;
+        }
+        continue;
+      }
+      if (consumer.announceWaiting()) return;
+    }
+  }
+
+  #scheduleDrain(): void {
+    if (this.#drainScheduled) return;
+    this.#drainScheduled = true;
+    setImmediate(() => this.#drain());
+  }
+
+  #serialise<T>(fn: () => T): Promise<T> {
+    const result = this.#op.then(fn);
+    this.#op = result.catch(() => undefined);
+    return result;
+  }
+}
+
+export type { EngineStats, PlacementReport } from './addon.js';

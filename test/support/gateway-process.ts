@@ -1,0 +1,44 @@
+// Runs `qpgate serve` as a child process, the way a user does, on a free port
+// and a private state directory, and waits until its control plane answers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QPGATE_BIN } from './paths.js';
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  url: string;
+  stateDir: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+export async function startGatewayProcess(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'qpgate-state-'));
+  const child = spawn(process.execPath, [QPGATE_BIN, 'serve', '--port', '0', '--set', `state.dir=${stateDir}`, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not become ready in 15 s:\n${out}`)), 15_000);
+    const onData = (): void => {
+      for (const line of out.split('\n')) {
+        if (!line.includes('"qpgate ready"')) continue;
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { url: string }).url);
+        return;
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code} before it was ready:\n${out}`));
+    });
+  });
+  return { child, url, stateDir, output: () => out, exited };
+}
