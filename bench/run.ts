@@ -1,0 +1,49 @@
+// Runs qpgate's benchmarks, each beside the anchor it is compared with, in
+// one run (timings on a shared VM drift; only ratios measured together mean
+// anything):
+//   icrc   the ICRC with ISA-L vs zlib (native, Release build in native/build-bench)
+//   ring   JS -> engine -> JS round trip through the SPSC rings, backoff vs spin
+//
+//   npm run bench [-- --quick] [-- --only icrc|ring]
+// --quick shortens every benchmark to a smoke run (the test suite uses it).
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const onlyIndex = args.indexOf('--only');
+const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
+const known = new Set(['--quick', '--only', only]);
+for (const a of args) {
+  if (!known.has(a)) {
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring\n`);
+    process.exit(2);
+  }
+}
+
+function step(title: string, command: string, argv: string[], cwd = root): void {
+  process.stdout.write(`\n== ${title}\n$ ${[command, ...argv].join(' ')}\n`);
+  const r = spawnSync(command, argv, { cwd, stdio: 'inherit' });
+  if (r.status !== 0) {
+    process.stderr.write(`bench: ${title} failed (exit ${r.status ?? r.signal})\n`);
+    process.exit(1);
+  }
+}
+
+if (!only || only === 'icrc') {
+  const build = path.join(root, 'native/build-bench');
+  step('configure native benchmarks (Release)', 'cmake', [
+    '-S', 'native', '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', '-DQPGATE_BUILD_BENCH=ON',
+  ]);
+  step('build native benchmarks', 'cmake', ['--build', build, '--target', 'bench_icrc']);
+  step('ICRC: ISA-L vs zlib', path.join(build, 'bench/bench_icrc'), [quick ? '200' : '20000']);
+}
+if (!only || only === 'ring') {
+  step('JS <-> engine rings: echo round trip', process.execPath, [
+    path.join(root, 'dist/bench/ring/echo-rtt.js'),
+    '--seconds', quick ? '0.2' : '3',
+    '--warmup', quick ? '0.05' : '0.5',
+  ]);
+}
