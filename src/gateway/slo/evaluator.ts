@@ -1,0 +1,123 @@
+// Latency SLOs, evaluated continuously over sliding windows.
+//
+// An objective says "the pth percentile of <latency> stays at or below T over
+// a window W", e.g. tick publish p99 ≤ 50 µs over 1 min and over 10 min.
+// Every evaluation interval the evaluator takes one cumulative snapshot of
+// the latency's counters; a window is the difference between the newest
+// snapshot and the one W ago, so nothing is recorded per event in JS.
+//
+// Per objective and window it reports:
+//   observed   the pth percentile over the window
+//   compliant  the pth percentile is ≤ T (true for an empty window: no events,
+//              no breach). Counters straddling T count as slower: conservative.
+//   burn rate  (events slower than T / events) ÷ (1 − p/100): 1 spends the
+//              error budget exactly over the window, above 1 faster. Alerts
+//              use this (multi-window burn-rate alerts, config/prometheus).
+import { LatencyCounts } from '../metrics/latency-counts.js';
+
+export interface SloObjective {
+  name: string;
+  /** Which latency: a key of the sources given to the evaluator. */
+  latency: string;
+  percentile: number;
+  thresholdUs: number;
+  windowsSeconds: number[];
+}
+
+export interface WindowStatus {
+  windowSeconds: number;
+  /** Seconds of data the window actually covers (less than windowSeconds just after start). */
+  coveredSeconds: number;
+  events: number;
+  slowEvents: number;
+  observedUs: number;
+  compliant: boolean;
+  burnRate: number;
+}
+
+export interface SloStatus {
+  name: string;
+  latency: string;
+  percentile: number;
+  thresholdUs: number;
+  compliant: boolean;
+  windows: WindowStatus[];
+}
+
+/** Reads the cumulative counters of one latency (e.g. from the engine). */
+export type LatencySource = () => LatencyCounts;
+
+interface Snapshot {
+  atMs: number;
+  counts: LatencyCounts;
+}
+
+export class SloEvaluator {
+  private readonly history = new Map<string, Snapshot[]>();
+  private readonly maxWindowMs: number;
+  private latest: SloStatus[] = [];
+
+  constructor(
+    readonly objectives: readonly SloObjective[],
+    private readonly sources: Readonly<Record<string, LatencySource>>,
+  ) {
+    for (const o of objectives) {
+      if (!sources[o.latency]) throw new Error(`SLO ${o.name}: no latency source named ${o.latency}`);
+    }
+    this.maxWindowMs = Math.max(0, ...objectives.flatMap((o) => o.windowsSeconds)) * 1000;
+  }
+
+  /** Takes a snapshot of every latency used and re-evaluates; returns the new status. */
+  tick(nowMs: number = Date.now()): SloStatus[] {
+    for (const latency of new Set(this.objectives.map((o) => o.latency))) {
+      const snaps = this.history.get(latency) ?? [];
+      snaps.push({ atMs: nowMs, counts: this.sources[latency]!() });
+      // Keep one snapshot at or beyond the longest window, so it stays computable.
+      while (snaps.length > 2 && nowMs - snaps[1]!.atMs >= this.maxWindowMs) snaps.shift();
+      this.history.set(latency, snaps);
+    }
+    this.latest = this.objectives.map((o) => this.evaluate(o, nowMs));
+    return this.latest;
+  }
+
+  status(): SloStatus[] {
+    return this.latest;
+  }
+
+  private evaluate(o: SloObjective, nowMs: number): SloStatus {
+    const snaps = this.history.get(o.latency)!;
+    const newest = snaps[snaps.length - 1]!;
+    const thresholdNs = o.thresholdUs * 1000;
+    const windows = o.windowsSeconds.map((windowSeconds): WindowStatus => {
+      // The newest snapshot taken at or before the window's start (or the oldest we have).
+      const startMs = nowMs - windowSeconds * 1000;
+      let base = snaps[0]!;
+      for (const s of snaps) {
+        if (s.atMs <= startMs) base = s;
+        else break;
+      }
+      const delta = base === newest ? LatencyCounts.EMPTY : newest.counts.minus(base.counts);
+      const slowEvents = delta.countAbove(thresholdNs);
+      const observedUs = delta.valueAtPercentile(o.percentile) / 1000;
+      const allowed = 1 - o.percentile / 100;
+      return {
+        windowSeconds,
+        coveredSeconds: (newest.atMs - base.atMs) / 1000,
+        events: delta.total,
+        slowEvents,
+        observedUs,
+        // The percentile is within T exactly when at most total − ⌈p·total⌉ events are slower.
+        compliant: slowEvents <= delta.total - Math.ceil((o.percentile / 100) * delta.total),
+        burnRate: delta.total === 0 ? 0 : slowEvents / delta.total / allowed,
+      };
+    });
+    return {
+      name: o.name,
+      latency: o.latency,
+      percentile: o.percentile,
+      thresholdUs: o.thresholdUs,
+      compliant: windows.every((w) => w.compliant),
+      windows,
+    };
+  }
+}
