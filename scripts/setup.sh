@@ -10,7 +10,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev)
 # Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
 optional_pkgs=(libibverbs-dev)
-test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps)
+test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
+  # the rxe guest for the ibv backend's tests (test/rdma-vm): qemu, the guest's
+  # userland and rdma-core's tools; kmod for modinfo/depmod on the unpacked kernel
+  qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod xz-utils)
 
 pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")

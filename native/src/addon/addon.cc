@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "engine_wrap.h"
+#include "verbs_wrap.h"
 
 namespace qpgate::addon {
 
@@ -15,7 +16,11 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
                              InstanceValue("ringLayout", ring_layout_to_js(env), napi_enumerable),
                              InstanceValue("Engine", EngineWrap::Define(env), napi_enumerable),
                          });
+    init_verbs(env, exports, &verbs_);  // exports.verbs: openDevice and the verbs classes
   }
+
+ private:
+  VerbsClasses verbs_;
 };
 
 }  // namespace qpgate::addon

@@ -2,10 +2,14 @@
 
 #include "convert.h"
 #include "options.h"
+#include "verbs/soft/soft_device_agent.h"
 
 namespace qpgate::addon {
 
 namespace {
+
+// Marks objects made by this class, so FromValue can tell them apart.
+constexpr napi_type_tag kEngineTag = {0x71c2a9d05b3e4f10ULL, 0x8d6e2f4a1b7c9e03ULL};
 
 // Queue depth for wake-ups. The engine queues at most one per JS drain (the
 // ring's waiting word), so a handful is plenty; a full queue is retried by
@@ -33,13 +37,25 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceAccessor<&EngineWrap::Running>("running")});
 }
 
+EngineWrap* EngineWrap::FromValue(Napi::Value value) {
+  if (!value.IsObject()) return nullptr;
+  Napi::Object o = value.As<Napi::Object>();
+  if (!o.CheckTypeTag(&kEngineTag)) return nullptr;
+  return Unwrap(o);
+}
+
 EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineWrap>(info), env_(info.Env()) {
+  info.This().As<Napi::Object>().TypeTag(&kEngineTag);
   EngineOptions options = parse_engine_options(info.Env(), info[0]);
   if (!options.on_wake.IsEmpty()) on_wake_ = Napi::Persistent(options.on_wake);
   engine::JsWaker waker;
   if (!on_wake_.IsEmpty()) waker = [this] { return WakeJs(); };
   try {
-    engine_ = std::make_unique<engine::Engine>(std::move(options.config), std::move(waker));
+    engine_ = std::make_shared<engine::Engine>(std::move(options.config), std::move(waker));
+    // Every engine can drive soft devices (openDevice attaches them later).
+    auto agent = std::make_unique<verbs::soft::SoftDeviceAgent>();
+    soft_devices_ = agent.get();
+    engine_->add_agent(std::move(agent));
   } catch (const std::exception& e) {
     throw Napi::TypeError::New(info.Env(), std::string("qpgate Engine: ") + e.what());
   }

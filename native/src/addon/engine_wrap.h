@@ -16,6 +16,10 @@
 
 #include "engine/engine.h"
 
+namespace qpgate::verbs::soft {
+class SoftDeviceAgent;
+}
+
 namespace qpgate::addon {
 
 class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
@@ -26,6 +30,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   ~EngineWrap() override;
   EngineWrap(const EngineWrap&) = delete;
   EngineWrap& operator=(const EngineWrap&) = delete;
+
+  // For the verbs bindings: the engine (shared, so verbs objects keep it
+  // alive for their finalizers) and the agent that drives soft devices.
+  const std::shared_ptr<engine::Engine>& engine() const { return engine_; }
+  verbs::soft::SoftDeviceAgent* soft_devices() const { return soft_devices_; }
+  // Non-null when `value` is an Engine made by this addon.
+  static EngineWrap* FromValue(Napi::Value value);
 
  private:
   Napi::Value Start(const Napi::CallbackInfo& info);
@@ -43,7 +54,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   static void OnEnvCleanup(void* self);
 
   napi_env env_;
-  std::unique_ptr<engine::Engine> engine_;
+  std::shared_ptr<engine::Engine> engine_;
+  verbs::soft::SoftDeviceAgent* soft_devices_ = nullptr;  // owned by engine_
   Napi::FunctionReference on_wake_;
   Napi::ThreadSafeFunction tsfn_;
   bool tsfn_live_ = false;

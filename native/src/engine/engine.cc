@@ -115,10 +115,69 @@ void Engine::run(std::promise<std::string>& ready) {
   }
   // After set_value the promise (on start()'s stack) must not be touched.
   const bool ok = error.empty();
+  if (ok) {
+    engine_thread_id_.store(std::this_thread::get_id());
+    const std::lock_guard<std::mutex> lock(commands_mutex_);
+    accepting_ = true;
+  }
   ready.set_value(std::move(error));
   if (!ok) return;
   duty_cycle_loop();
+  {
+    // From here on run_on_engine runs inline in its caller; what was queued
+    // before still runs here, with the agents alive.
+    const std::lock_guard<std::mutex> lock(commands_mutex_);
+    accepting_ = false;
+  }
+  run_commands();
   for (auto& agent : agents_) agent->on_close();
+  engine_thread_id_.store(std::thread::id{});
+}
+
+void Engine::run_on_engine(const std::function<void()>& fn) {
+  if (on_engine_thread()) {
+    fn();
+    return;
+  }
+  ControlCommand command;
+  command.fn = &fn;
+  std::future<void> done = command.done.get_future();
+  {
+    const std::lock_guard<std::mutex> lock(commands_mutex_);
+    if (accepting_) {
+      commands_.push_back(&command);
+      commands_pending_.store(true, std::memory_order_release);
+      // Under the lock: the engine cannot have left its loop (and stop()
+      // cannot have freed the parker) while accepting_ is true.
+      parker_->ring();  // unconditionally: it may be parked or about to park
+    } else {
+      command.fn = nullptr;
+    }
+  }
+  if (command.fn == nullptr) {  // not running: nothing else touches the agents
+    fn();
+    return;
+  }
+  done.get();  // rethrows what fn threw
+}
+
+int Engine::run_commands() {
+  if (!commands_pending_.load(std::memory_order_acquire)) return 0;
+  std::vector<ControlCommand*> batch;
+  {
+    const std::lock_guard<std::mutex> lock(commands_mutex_);
+    batch.swap(commands_);
+    commands_pending_.store(false, std::memory_order_relaxed);
+  }
+  for (ControlCommand* command : batch) {
+    try {
+      (*command->fn)();
+      command->done.set_value();
+    } catch (...) {
+      command->done.set_exception(std::current_exception());
+    }
+  }
+  return static_cast<int>(batch.size());
 }
 
 std::string Engine::set_up_on_engine_thread() {
@@ -191,7 +250,7 @@ void Engine::duty_cycle_loop() {
 
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     const std::uint64_t start = monotonic_ns();
-    int work = 0;
+    int work = run_commands();
     for (auto& agent : agents_) work += agent->do_work(start);
     // One tail store for everything the agents produced this cycle, and at
     // most one JS wake-up for it.

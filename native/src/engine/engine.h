@@ -17,6 +17,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -115,7 +116,21 @@ class Engine final : private ParkSite {
 
   const EngineConfig& config() const { return config_; }
 
+  // Control path (rare, not the data path): runs `fn` on the engine thread
+  // and returns once it has run, rethrowing what it threw. The engine drains
+  // these at the top of each duty cycle; the doorbell is rung so a parked
+  // engine runs it at once. Runs `fn` inline when the engine is not running
+  // (nothing else touches the agents then) or when called from the engine
+  // thread itself. Any thread while the engine runs (commands run one at a
+  // time, in arrival order); while it is stopped, inline calls from several
+  // threads are not serialised, so then only the owner should call it.
+  void run_on_engine(const std::function<void()>& fn);
+  // True on the engine thread while it runs.
+  bool on_engine_thread() const { return std::this_thread::get_id() == engine_thread_id_.load(); }
+
  private:
+  // Engine thread: runs every queued control command; returns how many.
+  int run_commands();
   void run(std::promise<std::string>& ready);
   std::string set_up_on_engine_thread();
   void duty_cycle_loop();
@@ -140,6 +155,17 @@ class Engine final : private ParkSite {
   std::atomic<std::uint64_t> notifies_{0};
   bool wake_owed_ = false;  // engine thread: took the wake duty, TSFN refused; retry
   PlacementReport report_;
+
+  // run_on_engine's queue. `accepting_` is true while the duty cycle runs.
+  struct ControlCommand {
+    const std::function<void()>* fn = nullptr;
+    std::promise<void> done;
+  };
+  std::mutex commands_mutex_;
+  std::vector<ControlCommand*> commands_;
+  bool accepting_ = false;
+  std::atomic<bool> commands_pending_{false};
+  std::atomic<std::thread::id> engine_thread_id_{};
 };
 
 }  // namespace qpgate::engine

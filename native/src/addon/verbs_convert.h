@@ -1,0 +1,61 @@
+// JS <-> verbs conversions for verbs_wrap.cc: attribute objects with
+// ibverbs' field names in camelCase (qpAccessFlags, pkeyIndex, destQpNum,
+// ahAttr.hopLimit ...), enum names as strings ('RTR', 'IBV_WC_SUCCESS'),
+// 64-bit values as BigInt. Every parse throws a Napi::TypeError that names
+// the field, says what was expected and shows what was given.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "verbs/attr.h"
+#include "verbs/async_event.h"
+#include "verbs/device.h"
+#include "verbs/error.h"
+#include "verbs/wr.h"
+
+namespace qpgate::addon {
+
+// A JS Error with .code = errno name; .badWrIndex when given (>= 0).
+Napi::Error verbs_error(Napi::Env env, const verbs::Error& e, long bad_wr_index = -1);
+
+// Parsers. `where` prefixes messages ("qp.modify").
+std::uint64_t to_u64(Napi::Env env, Napi::Value v, const std::string& where);  // BigInt or safe integer Number
+std::uint32_t to_u32(Napi::Env env, Napi::Value v, const std::string& where, std::uint32_t max = 0xffffffffu);
+verbs::AccessFlags to_access(Napi::Env env, Napi::Value v, const std::string& where);
+verbs::Gid to_gid(Napi::Env env, Napi::Value v, const std::string& where);
+verbs::AhAttr to_ah_attr(Napi::Env env, Napi::Value v, const std::string& where);
+verbs::QpCap to_cap(Napi::Env env, Napi::Value v, const std::string& where);
+verbs::QpType to_qp_type(Napi::Env env, Napi::Value v, const std::string& where);
+// The attributes present in `v` and the mask they make.
+void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& attr, verbs::QpAttrMaskFlags& mask);
+
+// Work requests with the storage their spans point into. `resolve_ah`
+// turns the JS `ah` value into the AddressHandle it wraps (throws if not one).
+struct SendBatch {
+  std::vector<verbs::SendWr> wrs;
+  std::vector<std::vector<verbs::Sge>> sges;
+  std::vector<Napi::Object> ahs;  // the JS AH objects used, in WR order (nullptr-free)
+};
+using AhResolver = const verbs::AddressHandle* (*)(Napi::Env env, Napi::Value v, const std::string& where);
+SendBatch to_send_wrs(Napi::Env env, Napi::Value v, AhResolver resolve_ah);
+struct RecvBatch {
+  std::vector<verbs::RecvWr> wrs;
+  std::vector<std::vector<verbs::Sge>> sges;
+};
+RecvBatch to_recv_wrs(Napi::Env env, Napi::Value v, const std::string& where);
+
+// Results.
+Napi::Value u64_to_js(Napi::Env env, std::uint64_t v);  // BigInt
+Napi::Object wc_to_js(Napi::Env env, const verbs::Wc& wc);
+Napi::Object qp_attr_to_js(Napi::Env env, const verbs::QpAttr& a, const verbs::QpInitAttr& init);
+Napi::Object ah_attr_to_js(Napi::Env env, const verbs::AhAttr& a);
+Napi::Object device_attr_to_js(Napi::Env env, const verbs::DeviceAttr& a);
+Napi::Object port_attr_to_js(Napi::Env env, const verbs::PortAttr& p);
+Napi::Object async_event_to_js(Napi::Env env, const verbs::AsyncEvent& e);
+Napi::Array access_to_js(Napi::Env env, verbs::AccessFlags a);
+
+}  // namespace qpgate::addon

@@ -1,0 +1,666 @@
+#include "verbs_wrap.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_wrap.h"
+#include "verbs/soft/net.h"
+#include "verbs/soft/soft_device.h"
+#include "verbs/soft/soft_device_agent.h"
+#include "verbs/soft/soft_qp.h"
+#include "verbs_convert.h"
+
+namespace qpgate::addon {
+namespace {
+
+namespace soft = verbs::soft;
+using EnginePtr = std::shared_ptr<engine::Engine>;
+
+constexpr napi_type_tag kAhTag = {0x5b1f3e2a9c4d7e61ULL, 0x2e8a6c4b1d3f5a70ULL};
+
+// Runs `fn` on the engine thread and waits for it.
+void on_engine(const EnginePtr& e, const std::function<void()>& fn) { e->run_on_engine(fn); }
+
+[[noreturn]] void throw_status(Napi::Env env, const verbs::Status& s) { throw verbs_error(env, s.error()); }
+
+template <class T>
+T unwrap_result(Napi::Env env, verbs::Result<T>& r) {
+  if (!r.ok()) throw verbs_error(env, r.error());
+  return std::move(r).value();
+}
+
+Napi::Object counters_object(Napi::Env env) { return Napi::Object::New(env); }
+
+template <class C>
+Napi::Object counters_to_js(Napi::Env env, const C& c) {
+  Napi::Object o = counters_object(env);
+  c.for_each([&](std::string_view name, std::uint64_t v) {
+    o.Set(std::string(name), Napi::Number::New(env, static_cast<double>(v)));
+  });
+  return o;
+}
+
+// The shared part of every verbs object wrap: the engine it lives on and
+// the verbs object. release() destroys the object on the engine thread.
+template <class Self, class Obj>
+class VerbsWrap : public Napi::ObjectWrap<Self> {
+ public:
+  explicit VerbsWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Self>(info) {}
+
+  // `engine_js` is the JS Engine: held so that it is not collected (and
+  // its finalizer does not stop the engine) while this object lives.
+  void init(EnginePtr e, Napi::Object engine_js, std::unique_ptr<Obj> o, VerbsClasses* classes) {
+    engine_ = std::move(e);
+    engine_js_ = Napi::Persistent(engine_js);
+    obj_ = std::move(o);
+    classes_ = classes;
+  }
+  Obj* get() const { return obj_.get(); }
+
+ protected:
+  Obj& obj(Napi::Env env, const char* what) const {
+    if (!obj_) throw Napi::Error::New(env, std::string("qpgate: this ") + what + " was destroyed (or not made by the addon)");
+    return *obj_;
+  }
+  void run(const std::function<void()>& fn) const { on_engine(engine_, fn); }
+  void release() {
+    if (!obj_) return;
+    EnginePtr e = engine_;
+    on_engine(e, [this] { obj_.reset(); });
+  }
+
+  Napi::Object engine_js() const { return engine_js_.Value(); }
+
+  EnginePtr engine_;
+  Napi::ObjectReference engine_js_;
+  std::unique_ptr<Obj> obj_;
+  VerbsClasses* classes_ = nullptr;
+};
+
+template <class W, class Obj>
+Napi::Object make_wrap(Napi::FunctionReference& ctor, const EnginePtr& e, Napi::Object engine_js, std::unique_ptr<Obj> o,
+                       VerbsClasses* classes) {
+  Napi::Object js = ctor.New({});
+  W::Unwrap(js)->init(e, engine_js, std::move(o), classes);
+  return js;
+}
+
+// ---------------------------------------------------------------- MR
+class MrWrap : public VerbsWrap<MrWrap, verbs::MemoryRegion> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "MemoryRegion",
+                       {InstanceAccessor<&MrWrap::Addr>("addr"), InstanceAccessor<&MrWrap::Length>("length"),
+                        InstanceAccessor<&MrWrap::Lkey>("lkey"), InstanceAccessor<&MrWrap::Rkey>("rkey"),
+                        InstanceAccessor<&MrWrap::AccessFlags>("access"), InstanceMethod<&MrWrap::Dereg>("dereg")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~MrWrap() override { release(); }
+  void hold(Napi::Object memory) { memory_ = Napi::Persistent(memory); }
+
+ private:
+  Napi::Value Addr(const Napi::CallbackInfo& info) { return u64_to_js(info.Env(), obj(info.Env(), "memory region").addr()); }
+  Napi::Value Length(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(obj(info.Env(), "memory region").length()));
+  }
+  Napi::Value Lkey(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "memory region").lkey()); }
+  Napi::Value Rkey(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "memory region").rkey()); }
+  Napi::Value AccessFlags(const Napi::CallbackInfo& info) { return access_to_js(info.Env(), obj(info.Env(), "memory region").access()); }
+  Napi::Value Dereg(const Napi::CallbackInfo& info) {
+    release();                         // no access reaches the memory after this
+    if (!memory_.IsEmpty()) memory_.Reset();  // then JS may free it
+    return info.Env().Undefined();
+  }
+
+  Napi::ObjectReference memory_;  // the registered buffer, kept alive while registered
+};
+
+// ---------------------------------------------------------------- AH
+// Shared ownership: a QP that posted with an AH keeps it until the QP goes,
+// because the send queue holds the AH pointer until the packet is sent.
+class AhWrap : public Napi::ObjectWrap<AhWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "AddressHandle",
+                       {InstanceAccessor<&AhWrap::Attr>("attr"), InstanceMethod<&AhWrap::Destroy>("destroy")});
+  }
+  explicit AhWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AhWrap>(info) {
+    info.This().As<Napi::Object>().TypeTag(&kAhTag);
+  }
+  ~AhWrap() override { release(); }
+  void init(EnginePtr e, Napi::Object engine_js, std::shared_ptr<verbs::AddressHandle> ah) {
+    engine_ = std::move(e);
+    engine_js_ = Napi::Persistent(engine_js);
+    ah_ = std::move(ah);
+  }
+  const std::shared_ptr<verbs::AddressHandle>& ah() const { return ah_; }
+
+  static AhWrap* FromValue(Napi::Value v) {
+    if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kAhTag)) return nullptr;
+    return Unwrap(v.As<Napi::Object>());
+  }
+
+ private:
+  void release() {
+    if (!ah_) return;
+    on_engine(engine_, [this] { ah_.reset(); });
+  }
+  Napi::Value Attr(const Napi::CallbackInfo& info) {
+    if (!ah_) throw Napi::Error::New(info.Env(), "qpgate: this address handle was destroyed");
+    return ah_attr_to_js(info.Env(), ah_->attr());
+  }
+  Napi::Value Destroy(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+  EnginePtr engine_;
+  Napi::ObjectReference engine_js_;
+  std::shared_ptr<verbs::AddressHandle> ah_;
+};
+
+const verbs::AddressHandle* resolve_ah(Napi::Env env, Napi::Value v, const std::string& where) {
+  AhWrap* w = AhWrap::FromValue(v);
+  if (w == nullptr || !w->ah()) {
+    throw Napi::TypeError::New(env, where + " must be a live AddressHandle from pd.createAh()");
+  }
+  return w->ah().get();
+}
+
+// ---------------------------------------------------------------- CQ
+class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "CompletionQueue",
+                       {InstanceMethod<&CqWrap::Poll>("poll"), InstanceAccessor<&CqWrap::Cqe>("cqe"),
+                        InstanceAccessor<&CqWrap::Handle>("handle"), InstanceMethod<&CqWrap::Destroy>("destroy")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~CqWrap() override { release(); }
+
+ private:
+  Napi::Value Poll(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t max = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "cq.poll: max", 4096) : 16;
+    verbs::CompletionQueue& cq = obj(env, "completion queue");
+    std::vector<verbs::Wc> wcs(max);
+    verbs::Result<std::size_t> r = verbs::Error{};
+    run([&] { r = cq.poll(wcs); });
+    const std::size_t n = unwrap_result(env, r);
+    Napi::Array out = Napi::Array::New(env, n);
+    for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<std::uint32_t>(i), wc_to_js(env, wcs[i]));
+    return out;
+  }
+  Napi::Value Cqe(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").cqe()); }
+  Napi::Value Handle(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").handle());
+  }
+  Napi::Value Destroy(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+};
+
+verbs::CompletionQueue* cq_of(Napi::Env env, Napi::FunctionReference& ctor, Napi::Value v, const std::string& where) {
+  if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(ctor.Value()) || CqWrap::Unwrap(v.As<Napi::Object>())->get() == nullptr) {
+    throw Napi::TypeError::New(env, where + " must be a live CompletionQueue from device.createCq()");
+  }
+  return CqWrap::Unwrap(v.As<Napi::Object>())->get();
+}
+
+// ---------------------------------------------------------------- SRQ
+class SrqWrap : public VerbsWrap<SrqWrap, verbs::SharedReceiveQueue> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "SharedReceiveQueue",
+                       {InstanceMethod<&SrqWrap::PostRecv>("postRecv"), InstanceMethod<&SrqWrap::Modify>("modify"),
+                        InstanceMethod<&SrqWrap::Query>("query"), InstanceMethod<&SrqWrap::Destroy>("destroy")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~SrqWrap() override { release(); }
+
+ private:
+  Napi::Value PostRecv(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::SharedReceiveQueue& srq = obj(env, "SRQ");
+    RecvBatch b = to_recv_wrs(env, info[0], "srq.postRecv");
+    std::optional<verbs::PostRecvResult> r;
+    run([&] { r.emplace(srq.post_recv(std::span<const verbs::RecvWr>(b.wrs))); });
+    if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
+    return Napi::Number::New(env, static_cast<double>(r->posted()));
+  }
+  Napi::Value Modify(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::SharedReceiveQueue& srq = obj(env, "SRQ");
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "srq.modify: attributes must be an object");
+    Napi::Object o = info[0].As<Napi::Object>();
+    verbs::SrqAttr a;
+    verbs::Flags<verbs::SrqAttrMask> mask;
+    if (o.Has("maxWr")) { a.max_wr = to_u32(env, o.Get("maxWr"), "srq.modify: maxWr"); mask |= verbs::SrqAttrMask::MAX_WR; }
+    if (o.Has("srqLimit")) { a.srq_limit = to_u32(env, o.Get("srqLimit"), "srq.modify: srqLimit"); mask |= verbs::SrqAttrMask::LIMIT; }
+    verbs::Status s;
+    run([&] { s = srq.modify(a, mask); });
+    if (!s.ok()) throw_status(env, s);
+    return env.Undefined();
+  }
+  Napi::Value Query(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::SharedReceiveQueue& srq = obj(env, "SRQ");
+    verbs::Result<verbs::SrqAttr> r = verbs::Error{};
+    run([&] { r = srq.query(); });
+    const verbs::SrqAttr a = unwrap_result(env, r);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("maxWr", Napi::Number::New(env, a.max_wr));
+    o.Set("maxSge", Napi::Number::New(env, a.max_sge));
+    o.Set("srqLimit", Napi::Number::New(env, a.srq_limit));
+    return o;
+  }
+  Napi::Value Destroy(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+};
+
+// ---------------------------------------------------------------- QP
+class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "QueuePair",
+                       {InstanceAccessor<&QpWrap::QpNum>("qpNum"), InstanceAccessor<&QpWrap::Type>("type"),
+                        InstanceAccessor<&QpWrap::State>("state"), InstanceMethod<&QpWrap::Modify>("modify"),
+                        InstanceMethod<&QpWrap::Query>("query"), InstanceMethod<&QpWrap::PostSend>("postSend"),
+                        InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
+                        InstanceMethod<&QpWrap::DetachMcast>("detachMcast"), InstanceMethod<&QpWrap::Counters>("counters"),
+                        InstanceMethod<&QpWrap::Destroy>("destroy")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~QpWrap() override { release_all(); }
+
+ private:
+  void release_all() {
+    if (!obj_ && ahs_.empty()) return;
+    EnginePtr e = engine_;
+    on_engine(e, [this] {
+      obj_.reset();
+      ahs_.clear();  // after the QP: its WQEs may point at them
+    });
+  }
+  Napi::Value QpNum(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "QP").qp_num()); }
+  Napi::Value Type(const Napi::CallbackInfo& info) {
+    return Napi::String::New(info.Env(), std::string(verbs::qp_type_name(obj(info.Env(), "QP").qp_type())));
+  }
+  Napi::Value State(const Napi::CallbackInfo& info) {
+    verbs::QueuePair& qp = obj(info.Env(), "QP");
+    verbs::QpState s{};
+    run([&] { s = qp.state(); });
+    return Napi::String::New(info.Env(), std::string(verbs::qp_state_name(s)));
+  }
+  Napi::Value Modify(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    verbs::QpAttr attr;
+    verbs::QpAttrMaskFlags mask;
+    to_qp_attr(env, info[0], attr, mask);
+    verbs::Status s;
+    run([&] { s = qp.modify(attr, mask); });
+    if (!s.ok()) throw_status(env, s);
+    return env.Undefined();
+  }
+  Napi::Value Query(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    verbs::Result<verbs::QpAttr> r = verbs::Error{};
+    verbs::QpInitAttr init;
+    run([&] {
+      r = qp.query();
+      init = qp.init_attr();
+    });
+    Napi::Object o = qp_attr_to_js(env, unwrap_result(env, r), init);
+    o.Set("qpNum", Napi::Number::New(env, qp.qp_num()));
+    return o;
+  }
+  Napi::Value PostSend(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    SendBatch b = to_send_wrs(env, info[0], &resolve_ah);
+    std::vector<std::shared_ptr<verbs::AddressHandle>> used;
+    for (Napi::Object& ah : b.ahs) used.push_back(AhWrap::FromValue(ah)->ah());
+    std::optional<verbs::PostSendResult> r;
+    run([&] {
+      for (auto& ah : used) ahs_.emplace(ah.get(), ah);
+      r.emplace(qp.post_send(std::span<const verbs::SendWr>(b.wrs)));
+    });
+    if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
+    return Napi::Number::New(env, static_cast<double>(r->posted()));
+  }
+  Napi::Value PostRecv(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    RecvBatch b = to_recv_wrs(env, info[0], "qp.postRecv");
+    std::optional<verbs::PostRecvResult> r;
+    run([&] { r.emplace(qp.post_recv(std::span<const verbs::RecvWr>(b.wrs))); });
+    if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
+    return Napi::Number::New(env, static_cast<double>(r->posted()));
+  }
+  Napi::Value Mcast(const Napi::CallbackInfo& info, bool attach) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    const verbs::Gid mgid = to_gid(env, info[0], attach ? "qp.attachMcast: group" : "qp.detachMcast: group");
+    verbs::Status s;
+    run([&] { s = attach ? qp.attach_mcast(mgid) : qp.detach_mcast(mgid); });
+    if (!s.ok()) throw_status(env, s);
+    return env.Undefined();
+  }
+  Napi::Value AttachMcast(const Napi::CallbackInfo& info) { return Mcast(info, true); }
+  Napi::Value DetachMcast(const Napi::CallbackInfo& info) { return Mcast(info, false); }
+  Napi::Value Counters(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const soft::SoftQp* sqp = soft::as_soft_qp(obj(env, "QP"));
+    if (sqp == nullptr) return Napi::Object::New(env);
+    return counters_to_js(env, sqp->counters());  // relaxed atomics: readable from any thread
+  }
+  Napi::Value Destroy(const Napi::CallbackInfo& info) {
+    release_all();
+    return info.Env().Undefined();
+  }
+
+  std::map<const verbs::AddressHandle*, std::shared_ptr<verbs::AddressHandle>> ahs_;  // engine thread only
+};
+
+// ---------------------------------------------------------------- PD
+class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "ProtectionDomain",
+                       {InstanceMethod<&PdWrap::RegMr>("regMr"), InstanceMethod<&PdWrap::CreateAh>("createAh"),
+                        InstanceMethod<&PdWrap::CreateSrq>("createSrq"), InstanceMethod<&PdWrap::CreateQp>("createQp"),
+                        InstanceMethod<&PdWrap::Dealloc>("dealloc")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~PdWrap() override { release(); }
+
+ private:
+  Napi::Value RegMr(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::ProtectionDomain& pd = obj(env, "protection domain");
+    void* addr = nullptr;
+    std::size_t length = 0;
+    if (info[0].IsArrayBuffer()) {
+      auto ab = info[0].As<Napi::ArrayBuffer>();
+      addr = ab.Data();
+      length = ab.ByteLength();
+    } else if (info[0].IsTypedArray()) {
+      auto ta = info[0].As<Napi::TypedArray>();
+      addr = static_cast<std::uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+      length = ta.ByteLength();
+    } else {
+      throw Napi::TypeError::New(env, "pd.regMr: memory must be an ArrayBuffer, a Buffer or a typed array");
+    }
+    const verbs::AccessFlags access =
+        info.Length() > 1 && !info[1].IsUndefined() ? to_access(env, info[1], "pd.regMr: access") : verbs::AccessFlags{};
+    verbs::Result<std::unique_ptr<verbs::MemoryRegion>> r = verbs::Error{};
+    run([&] { r = pd.reg_mr(addr, length, access); });
+    std::unique_ptr<verbs::MemoryRegion> mr = unwrap_result(env, r);
+    Napi::Object js = make_wrap<MrWrap>(classes_->mr, engine_, engine_js(), std::move(mr), classes_);
+    MrWrap::Unwrap(js)->hold(info[0].As<Napi::Object>());
+    return js;
+  }
+  Napi::Value CreateAh(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::ProtectionDomain& pd = obj(env, "protection domain");
+    const verbs::AhAttr attr = to_ah_attr(env, info[0], "pd.createAh");
+    verbs::Result<std::unique_ptr<verbs::AddressHandle>> r = verbs::Error{};
+    run([&] { r = pd.create_ah(attr); });
+    std::shared_ptr<verbs::AddressHandle> ah = unwrap_result(env, r);
+    Napi::Object js = classes_->ah.New({});
+    AhWrap::Unwrap(js)->init(engine_, engine_js(), std::move(ah));
+    return js;
+  }
+  Napi::Value CreateSrq(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::ProtectionDomain& pd = obj(env, "protection domain");
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "pd.createSrq: attributes must be an object {maxWr, maxSge, srqLimit}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    verbs::SrqAttr a;
+    a.max_wr = to_u32(env, o.Get("maxWr"), "pd.createSrq: maxWr");
+    if (o.Has("maxSge")) a.max_sge = to_u32(env, o.Get("maxSge"), "pd.createSrq: maxSge");
+    if (o.Has("srqLimit")) a.srq_limit = to_u32(env, o.Get("srqLimit"), "pd.createSrq: srqLimit");
+    verbs::Result<std::unique_ptr<verbs::SharedReceiveQueue>> r = verbs::Error{};
+    run([&] { r = pd.create_srq(a); });
+    return make_wrap<SrqWrap>(classes_->srq, engine_, engine_js(), unwrap_result(env, r), classes_);
+  }
+  Napi::Value CreateQp(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::ProtectionDomain& pd = obj(env, "protection domain");
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "pd.createQp: options must be an object {type, sendCq, recvCq, cap, ...}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    verbs::QpInitAttr init;
+    init.qp_type = to_qp_type(env, o.Get("type"), "pd.createQp: type");
+    init.send_cq = cq_of(env, classes_->cq, o.Get("sendCq"), "pd.createQp: sendCq");
+    init.recv_cq = cq_of(env, classes_->cq, o.Has("recvCq") ? o.Get("recvCq") : o.Get("sendCq"), "pd.createQp: recvCq");
+    if (o.Has("srq") && !o.Get("srq").IsUndefined()) {
+      Napi::Value s = o.Get("srq");
+      if (!s.IsObject() || !s.As<Napi::Object>().InstanceOf(classes_->srq.Value()) ||
+          SrqWrap::Unwrap(s.As<Napi::Object>())->get() == nullptr) {
+        throw Napi::TypeError::New(env, "pd.createQp: srq must be a live SharedReceiveQueue from pd.createSrq()");
+      }
+      init.srq = SrqWrap::Unwrap(s.As<Napi::Object>())->get();
+    }
+    init.cap = to_cap(env, o.Get("cap"), "pd.createQp: cap");
+    if (o.Has("sqSigAll")) init.sq_sig_all = o.Get("sqSigAll").ToBoolean().Value();
+    if (o.Has("qpContext")) init.qp_context = to_u64(env, o.Get("qpContext"), "pd.createQp: qpContext");
+    verbs::Result<std::unique_ptr<verbs::QueuePair>> r = verbs::Error{};
+    run([&] { r = pd.create_qp(init); });
+    return make_wrap<QpWrap>(classes_->qp, engine_, engine_js(), unwrap_result(env, r), classes_);
+  }
+  Napi::Value Dealloc(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+};
+
+// ---------------------------------------------------------------- device
+class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(
+        env, "SoftDevice",
+        {InstanceAccessor<&DeviceWrap::Name>("name"), InstanceAccessor<&DeviceWrap::Backend>("backend"),
+         InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::Address>("address"),
+         InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
+         InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
+         InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
+         InstanceMethod<&DeviceWrap::GetAsyncEvent>("getAsyncEvent"), InstanceMethod<&DeviceWrap::Counters>("counters"),
+         InstanceMethod<&DeviceWrap::NetReport>("netReport"), InstanceMethod<&DeviceWrap::Close>("close")});
+  }
+  using VerbsWrap::VerbsWrap;
+  ~DeviceWrap() override { release(); }
+
+ private:
+  soft::SoftDevice& dev(Napi::Env env) const { return obj(env, "device"); }
+  Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
+  Napi::Value Backend(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).backend())); }
+  Napi::Value Gid(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), dev(info.Env()).gid().to_string()); }
+  Napi::Value Address(const Napi::CallbackInfo& info) {
+    return Napi::String::New(info.Env(), soft::ip_to_string(dev(info.Env()).address()));
+  }
+  Napi::Value Interface(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const soft::InterfaceInfo& i = dev(env).interface_info();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", i.name);
+    o.Set("address", soft::ip_to_string(i.address));
+    o.Set("mtu", Napi::Number::New(env, i.mtu));
+    o.Set("loopback", Napi::Boolean::New(env, i.loopback));
+    return o;
+  }
+  Napi::Value Query(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    verbs::Result<verbs::DeviceAttr> r = verbs::Error{};
+    run([&] { r = d.query_device(); });
+    return device_attr_to_js(env, unwrap_result(env, r));
+  }
+  Napi::Value QueryPort(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    const std::uint32_t port = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "device.queryPort: port", 255) : 1;
+    verbs::Result<verbs::PortAttr> r = verbs::Error{};
+    run([&] { r = d.query_port(static_cast<std::uint8_t>(port)); });
+    return port_attr_to_js(env, unwrap_result(env, r));
+  }
+  Napi::Value QueryGidTable(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    verbs::Result<std::vector<verbs::Gid>> r = verbs::Error{};
+    run([&] { r = d.query_gid_table(1); });
+    const std::vector<verbs::Gid> gids = unwrap_result(env, r);
+    Napi::Array out = Napi::Array::New(env, gids.size());
+    for (std::size_t i = 0; i < gids.size(); ++i) {
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("index", Napi::Number::New(env, static_cast<double>(i)));
+      o.Set("gid", gids[i].to_string());
+      o.Set("type", "RoCE v2");
+      out.Set(static_cast<std::uint32_t>(i), o);
+    }
+    return out;
+  }
+  Napi::Value AllocPd(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> r = verbs::Error{};
+    run([&] { r = d.alloc_pd(); });
+    return make_wrap<PdWrap>(classes_->pd, engine_, engine_js(), unwrap_result(env, r), classes_);
+  }
+  Napi::Value CreateCq(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    const std::uint32_t depth = to_u32(env, info[0], "device.createCq: depth");
+    const std::uint64_t context = info.Length() > 1 && !info[1].IsUndefined() ? to_u64(env, info[1], "device.createCq: context") : 0;
+    verbs::Result<std::unique_ptr<verbs::CompletionQueue>> r = verbs::Error{};
+    run([&] { r = d.create_cq(depth, context); });
+    return make_wrap<CqWrap>(classes_->cq, engine_, engine_js(), unwrap_result(env, r), classes_);
+  }
+  Napi::Value GetAsyncEvent(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    std::optional<verbs::AsyncEvent> e;
+    run([&] { e = d.get_async_event(); });
+    return e ? Napi::Value(async_event_to_js(env, *e)) : env.Null();
+  }
+  Napi::Value Counters(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    Napi::Object o = Napi::Object::New(env);  // relaxed atomics: read here without the engine
+    o.Set("net", counters_to_js(env, d.net_counters()));
+    o.Set("ingress", counters_to_js(env, d.ingress_counters()));
+    o.Set("wire", counters_to_js(env, d.wire_counters()));
+    return o;
+  }
+  Napi::Value NetReport(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    soft::SoftDevice& d = dev(env);
+    const soft::NetReport& r = d.net_report();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("receiveMode", "plain-udp");
+    o.Set("icrcPolicy", std::string(soft::icrc_policy_name(d.icrc_policy())));
+    o.Set("rcvbufGranted", Napi::Number::New(env, r.rcvbuf_granted));
+    o.Set("sndbufGranted", Napi::Number::New(env, r.sndbuf_granted));
+    o.Set("ipv4Id", std::string(soft::ipv4_id_probe_name(r.ipv4_id)));
+    o.Set("ipv4IdDetail", r.ipv4_id_detail);
+    o.Set("sourcePortMode", r.source_port_mode);
+    return o;
+  }
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+};
+
+// openDevice(engine, {address | name, icrcPolicy?, rcvbuf?, sndbuf?, perFlowSourcePort?, probeIpv4Id?})
+Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* classes = static_cast<VerbsClasses*>(info.Data());
+  EngineWrap* ew = EngineWrap::FromValue(info[0]);
+  if (ew == nullptr) throw Napi::TypeError::New(env, "openDevice: the first argument must be an Engine from this addon");
+  if (!info[1].IsObject()) throw Napi::TypeError::New(env, "openDevice: options must be an object {address} or {name}");
+  Napi::Object o = info[1].As<Napi::Object>();
+  soft::SoftDeviceOptions opts;
+  const bool has_address = o.Has("address") && !o.Get("address").IsUndefined();
+  const bool has_name = o.Has("name") && !o.Get("name").IsUndefined();
+  if (has_address == has_name) {
+    throw Napi::TypeError::New(env, "openDevice: give exactly one of address ('127.0.0.2') or name ('eth0')");
+  }
+  Napi::Value which = has_address ? o.Get("address") : o.Get("name");
+  if (!which.IsString()) throw Napi::TypeError::New(env, std::string("openDevice: ") + (has_address ? "address" : "name") + " must be a string");
+  opts.address_or_name = which.As<Napi::String>().Utf8Value();
+  if (o.Has("deviceName")) opts.name = o.Get("deviceName").ToString().Utf8Value();
+  if (o.Has("icrcPolicy")) {
+    const std::string p = o.Get("icrcPolicy").ToString().Utf8Value();
+    if (p == "strict") opts.icrc_policy = soft::IcrcPolicy::DROP_UNVERIFIED;
+    else if (p == "count-unverifiable") opts.icrc_policy = soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED;
+    else throw Napi::TypeError::New(env, "openDevice: icrcPolicy must be 'strict' or 'count-unverifiable', got '" + p + "'");
+  }
+  if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
+  if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));
+  if (o.Has("perFlowSourcePort")) opts.net.per_flow_source_port = o.Get("perFlowSourcePort").ToBoolean().Value();
+  if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
+
+  const EnginePtr& engine = ew->engine();
+  soft::SoftDeviceAgent* agent = ew->soft_devices();
+  verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
+  on_engine(engine, [&] {
+    r = soft::open_soft_device(opts);
+    if (r.ok()) {
+      verbs::Status s = agent->attach(*r.value());
+      if (!s.ok()) r = s.error();
+    }
+  });
+  return make_wrap<DeviceWrap>(classes->device, engine, info[0].As<Napi::Object>(), unwrap_result(env, r), classes);
+}
+
+// bufferAddress(buffer) → BigInt: where a Buffer's bytes are (for sge()).
+Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info[0].IsArrayBuffer()) return u64_to_js(env, reinterpret_cast<std::uint64_t>(info[0].As<Napi::ArrayBuffer>().Data()));
+  if (info[0].IsTypedArray()) {
+    auto ta = info[0].As<Napi::TypedArray>();
+    return u64_to_js(env, reinterpret_cast<std::uint64_t>(static_cast<std::uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset()));
+  }
+  throw Napi::TypeError::New(env, "bufferAddress: expected an ArrayBuffer, a Buffer or a typed array");
+}
+
+}  // namespace
+
+void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
+  Napi::Function device = DeviceWrap::Define(env);
+  Napi::Function pd = PdWrap::Define(env);
+  Napi::Function cq = CqWrap::Define(env);
+  Napi::Function qp = QpWrap::Define(env);
+  Napi::Function mr = MrWrap::Define(env);
+  Napi::Function ah = AhWrap::Define(env);
+  Napi::Function srq = SrqWrap::Define(env);
+  classes->device = Napi::Persistent(device);
+  classes->pd = Napi::Persistent(pd);
+  classes->cq = Napi::Persistent(cq);
+  classes->qp = Napi::Persistent(qp);
+  classes->mr = Napi::Persistent(mr);
+  classes->ah = Napi::Persistent(ah);
+  classes->srq = Napi::Persistent(srq);
+  Napi::Object verbs = Napi::Object::New(env);
+  verbs.Set("openDevice", Napi::Function::New(env, OpenDevice, "openDevice", classes));
+  verbs.Set("bufferAddress", Napi::Function::New(env, BufferAddress, "bufferAddress"));
+  verbs.Set("SoftDevice", device);
+  verbs.Set("ProtectionDomain", pd);
+  verbs.Set("CompletionQueue", cq);
+  verbs.Set("QueuePair", qp);
+  verbs.Set("MemoryRegion", mr);
+  verbs.Set("AddressHandle", ah);
+  verbs.Set("SharedReceiveQueue", srq);
+  exports.Set("verbs", verbs);
+}
+
+}  // namespace qpgate::addon

@@ -1,0 +1,170 @@
+// The built-in order handler: the whole ack path on the engine's polling
+// thread, with no wait on another thread.
+//
+//   on_message: decode -> duplicate check -> validate (session, instrument,
+//   account entitlement, price, quantity) -> throttle -> risk (kill switch,
+//   credit limit vs open notional) -> price collar -> self-match check ->
+//   journal -> Ack -> book -> fills (both sides), unsolicited cancels,
+//   market-data events.
+//
+// Everything it produces goes into the caller's OutBuffer, to be sent once
+// the journal is durable up to OutBuffer::durable_position(): call poll()
+// every duty cycle (group commit) and send when durable_position() has
+// passed it. Every reject is counted by reason, every decode error by kind.
+//
+// The duplicate check comes first, before the throttle and risk checks: a
+// resent request gets its original answer even when the session is now over
+// its rate or the account has been killed since.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "orders/codec.h"
+#include "orders/collar.h"
+#include "orders/dedupe.h"
+#include "orders/handler_counters.h"
+#include "orders/journal.h"
+#include "orders/order_book.h"
+#include "orders/order_pool.h"
+#include "orders/out_buffer.h"
+#include "orders/records.h"
+#include "orders/risk_region.h"
+#include "orders/throttle.h"
+
+namespace qpgate::orders {
+
+struct InstrumentConfig {
+  BookConfig book;                      // id, tick, price band, self-match policy
+  CollarConfig collar;
+  std::int64_t max_quantity = 1'000'000;
+};
+
+struct AccountConfig {
+  std::uint64_t account = 0;
+  std::uint64_t credit_limit = 0;       // initial value of the remote-owned word
+};
+
+struct SessionConfig {
+  std::uint32_t session = 0;
+  std::vector<std::uint64_t> accounts;  // the accounts it may trade
+  ThrottleConfig throttle;
+  bool cancel_on_disconnect = true;
+};
+
+struct HandlerConfig {
+  std::vector<InstrumentConfig> instruments;
+  std::vector<AccountConfig> accounts;
+  std::vector<SessionConfig> sessions;
+  JournalConfig journal;
+  std::uint32_t order_capacity = 1 << 16;          // pooled order nodes (open orders at once)
+  std::size_t expected_client_order_ids = 1 << 16;  // duplicate table sizing (a day's ids)
+};
+
+class OrderHandler final : private BookListener {
+ public:
+  // Builds the books and replays the journal. nullptr + `error` if the
+  // journal is corrupt or does not match the configuration.
+  static std::unique_ptr<OrderHandler> open(const HandlerConfig& config, std::string& error);
+  ~OrderHandler() override;
+
+  // One SEND received from `session`.
+  void on_message(std::uint32_t session, std::span<const std::uint8_t> bytes, std::uint64_t now_ns, OutBuffer& out);
+  // The session's RC connection is gone: cancel its open orders if configured.
+  void on_disconnect(std::uint32_t session, std::uint64_t now_ns, OutBuffer& out);
+  // Adds or changes a session (control plane, between messages).
+  void configure_session(const SessionConfig& config);
+
+  // Group commit; call once per duty cycle. True if it made records durable.
+  bool poll(std::uint64_t now_ns) { return journal_->poll(now_ns); }
+  bool flush() { return journal_->sync(); }
+  std::uint64_t durable_position() const noexcept { return journal_->durable_position(); }
+
+  const HandlerCounters& counters() const noexcept { return counters_; }
+  RiskRegistry& risk() noexcept { return risk_; }
+  const OrderBook* book(std::uint32_t instrument_id) const noexcept;
+  std::uint64_t last_app_seq(std::uint32_t session) const noexcept;
+  const Journal& journal() const noexcept { return *journal_; }
+  const DedupeTable& dedupe() const noexcept { return dedupe_; }
+  const OrderPool& pool() const noexcept { return pool_; }
+
+ private:
+  struct Instrument {
+    Instrument(const InstrumentConfig& c, OrderPool& pool) : config(c), book(c.book, pool), collar(c.collar, c.book.tick_size) {}
+    InstrumentConfig config;
+    OrderBook book;
+    PriceCollar collar;
+  };
+  struct Session {
+    std::uint32_t id = 0;
+    std::uint64_t last_app_seq = 0;  // of the last sequenced message sent
+    TokenBucket throttle;
+    bool configured = false;
+    bool cancel_on_disconnect = true;
+    std::vector<std::uint64_t> accounts;
+    std::uint32_t open_head = kNoSlot;  // its open orders, oldest first
+    std::uint32_t open_tail = kNoSlot;
+  };
+
+  explicit OrderHandler(const HandlerConfig& config);
+
+  Session& session(std::uint32_t id);
+  Instrument* instrument(std::uint32_t id) noexcept;
+  bool entitled(const Session& s, std::uint64_t account) const noexcept;
+  // The pool slot of the session's open order `client_order_id`, or kNoSlot
+  // with the reason in text_.
+  std::uint32_t open_order(std::uint32_t session, std::uint64_t client_order_id, std::uint32_t instrument_id);
+
+  void on_hello(Session& s, const Hello& hello, OutBuffer& out);
+  void on_new_order(Session& s, const NewOrder& order, std::uint64_t now_ns, OutBuffer& out);
+  void on_cancel(Session& s, const Cancel& cancel, std::uint64_t now_ns, OutBuffer& out);
+  void on_replace(Session& s, const Replace& replace, std::uint64_t now_ns, OutBuffer& out);
+  void reject(Session& s, std::uint64_t client_order_id, RejectReason reason, std::uint64_t now_ns, OutBuffer& out);
+  void resend(Session& s, const DedupeEntry& entry, OutBuffer& out);
+  template <typename Record>
+  std::uint64_t journal(RecordType type, const Record& record, std::uint64_t now_ns);
+
+  // After the checks and the journal, live and in replay alike.
+  void apply_new_order(const NewOrderRecord& r, OutBuffer& out);
+  void apply_cancel(const CancelRecord& r, OutBuffer& out);
+  void apply_replace(const ReplaceRecord& r, OutBuffer& out);
+  void apply_reject(const RejectRecord& r, std::string_view text, OutBuffer& out);
+  void apply_cancel_session(const CancelSessionRecord& r, OutBuffer& out);
+  bool replay(std::uint16_t type, std::span<const std::uint8_t> payload, std::string& error);
+
+  // An order that left the book path without resting: cancel its remainder, release it.
+  void finish(std::uint32_t slot, const MatchOutcome& outcome, bool linked);
+  void cancel_unsolicited(const OrderNode& n, std::int64_t quantity, CancelReason reason);
+  void link_open(std::uint32_t slot);
+  void unlink_open(std::uint32_t slot);
+
+  // BookListener
+  void on_trade(const OrderNode& aggressor, const OrderNode& resting, std::int64_t price, std::int64_t quantity) override;
+  void on_self_match_cancel(const OrderNode& resting, std::int64_t cancelled) override;
+  void on_resting_done(const OrderNode& resting) override;
+  void on_level(const LevelChange& change) override;
+
+  // Formats the text of the next reject into text_.
+  __attribute__((format(printf, 2, 3))) void say(const char* format, ...);
+
+  OrderPool pool_;
+  std::vector<std::unique_ptr<Instrument>> instruments_;
+  std::unordered_map<std::uint32_t, Instrument*> by_id_;
+  std::unordered_map<std::uint32_t, Session> sessions_;
+  RiskRegistry risk_;
+  DedupeTable dedupe_;
+  std::unique_ptr<Journal> journal_;
+  HandlerCounters counters_;
+  std::uint64_t next_order_id_ = 0;   // last given
+  std::uint64_t next_trade_id_ = 0;
+  OutBuffer* out_ = nullptr;          // during one input: where callbacks write
+  Instrument* current_ = nullptr;
+  OutBuffer replay_out_;
+  char text_[kMaxRejectTextBytes] = {};
+};
+
+}  // namespace qpgate::orders

@@ -1,0 +1,217 @@
+// The soft device's wire (rxe_net.c's role): the UDP sockets that carry its
+// RoCEv2 packets, batched both ways.
+//
+// Sockets (IPv4; one device owns one address, DESIGN.md):
+//  - unicast: bound to <address>:4791, non-blocking, deliberately WITHOUT
+//    SO_REUSEADDR: for UDP it would let a second socket bind the same
+//    address and port and silently take some of the device's unicast
+//    datagrams; without it a second device on the address is EADDRINUSE.
+//    Receives every unicast packet of the device; sends what has no own
+//    source port.
+//  - one transmit socket per RoCEv2 UDP source port, made lazily on the first
+//    packet of a flow and bound to <address>:<src_port> WITHOUT SO_REUSEADDR,
+//    so it never steals a port another socket holds. A port that cannot be
+//    bound (taken by another process, or more than max_tx_sockets flows)
+//    falls back to the unicast socket (source port 4791) and is counted in
+//    tx_sport_fallback; as the ICRC covers the UDP ports, such a packet's
+//    ICRC is recomputed for port 4791 (tx_icrc_resealed). Raw sockets could write any source port, but need
+//    CAP_NET_RAW; IP_PKTINFO sets the source address, never the port.
+//  - one socket per joined multicast group: bound to <group>:4791 with
+//    SO_REUSEADDR (several processes on a host receive the group),
+//    IP_MULTICAST_ALL = 0 (only the groups this socket joined) and
+//    IP_ADD_MEMBERSHIP on the device's address. join()/leave() count
+//    references: the group socket opens on the first join and closes on the
+//    last leave.
+// Every transmit socket: unconnected, IP_MTU_DISCOVER = IP_PMTUDISC_DO (DF,
+// so Linux writes IPv4 ID 0 and the ICRC the QP computed holds; probed at
+// open, see Ipv4IdProbe), SO_NO_CHECK (UDP checksum 0, as rxe; the ICRC
+// covers the payload), IP_MULTICAST_IF = the device address and
+// IP_MULTICAST_LOOP = 1 (local subscribers, other processes included).
+// Per packet, cmsgs IP_TOS and IP_TTL carry the QP's traffic class and hop
+// limit; receive sockets ask for IP_RECVTOS/IP_RECVTTL to fill RxMeta.
+//
+// Batching: transmit() copies the packet into a fixed queue (no allocation);
+// flush() sends the queue with one sendmmsg per socket (the device calls it
+// once per duty cycle; transmit() flushes early when the queue is full).
+// receive() reads up to a batch per socket with recvmmsg.
+//
+// One thread (the engine's) uses it; nothing here locks.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "verbs/error.h"
+#include "verbs/soft/ingress_counters.h"
+#include "verbs/soft/transport.h"
+#include "wire/ip_udp.h"
+
+namespace qpgate::verbs::soft {
+
+// The largest RoCEv2 UDP payload: a 4096-byte MTU payload plus the largest
+// transport headers (rxe's RXE_MAX_HDR_LENGTH 80) and the ICRC.
+inline constexpr std::size_t kMaxRocePacket = 4096 + 80 + 4;
+
+struct NetConfig {
+  static constexpr int kDefaultSocketBuffer = 4 << 20;
+  static constexpr std::uint32_t kDefaultTxQueue = 256;
+  static constexpr std::uint32_t kDefaultRxBatch = 32;
+  static constexpr std::uint32_t kDefaultMaxTxSockets = 1024;
+
+  wire::IpAddress address;  // IPv4 only
+  int rcvbuf = kDefaultSocketBuffer;  // asked for; the kernel may grant less (NetReport)
+  int sndbuf = kDefaultSocketBuffer;
+  std::uint32_t tx_queue = kDefaultTxQueue;
+  std::uint32_t rx_batch = kDefaultRxBatch;  // per socket per receive()
+  bool per_flow_source_port = true;  // false: every packet leaves from port 4791
+  std::uint32_t max_tx_sockets = kDefaultMaxTxSockets;
+  bool probe_ipv4_id = true;
+};
+
+// What the start-up check of the IPv4 ID found.
+enum class Ipv4IdProbe : std::uint8_t {
+  ZERO,        // seen on the wire: ID 0 (the ICRC of our packets verifies)
+  NON_ZERO,    // seen on the wire: this kernel does not write ID 0 (peers' ICRC checks will fail)
+  UNVERIFIED,  // could not look (no CAP_NET_RAW for an AF_PACKET socket, or nothing captured)
+};
+std::string_view ipv4_id_probe_name(Ipv4IdProbe p);  // "zero", "non_zero", "unverified"
+
+struct NetReport {
+  int rcvbuf_granted = 0;  // SO_RCVBUF as read back (the kernel doubles what it grants)
+  int sndbuf_granted = 0;
+  Ipv4IdProbe ipv4_id = Ipv4IdProbe::UNVERIFIED;
+  std::string ipv4_id_detail;  // what the probe saw, or why it could not look
+  std::string source_port_mode;  // "per-flow sockets (bound <addr>:<sport>)" or "fixed 4791"
+};
+
+// Single writer (the engine thread), any reader (/metrics).
+struct NetCounters {
+  Counter tx_packets;
+  Counter tx_bytes;
+  Counter tx_syscalls;        // sendmmsg calls
+  Counter tx_errors;          // datagrams the kernel refused (counted, dropped: RoCE recovers or it is UD)
+  Counter tx_queue_full;      // transmit() refused: queue full and the socket would block
+  Counter tx_sport_fallback;  // packets sent from 4791 because their source port could not be bound
+  Counter tx_sockets;         // per-flow sockets opened
+  Counter tx_icrc_resealed;   // packets whose ICRC was recomputed for source port 4791 (fallback or fixed mode)
+  Counter rx_packets;
+  Counter rx_bytes;
+  Counter rx_syscalls;        // recvmmsg calls that returned data
+  Counter rx_errors;
+  Counter rx_truncated;       // datagrams larger than kMaxRocePacket (MSG_TRUNC), dropped
+  Counter rx_not_ipv4;        // a sender address that is not AF_INET, dropped
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    fn(std::string_view("tx_packets"), tx_packets.get());
+    fn(std::string_view("tx_bytes"), tx_bytes.get());
+    fn(std::string_view("tx_syscalls"), tx_syscalls.get());
+    fn(std::string_view("tx_errors"), tx_errors.get());
+    fn(std::string_view("tx_queue_full"), tx_queue_full.get());
+    fn(std::string_view("tx_sport_fallback"), tx_sport_fallback.get());
+    fn(std::string_view("tx_sockets"), tx_sockets.get());
+    fn(std::string_view("tx_icrc_resealed"), tx_icrc_resealed.get());
+    fn(std::string_view("rx_packets"), rx_packets.get());
+    fn(std::string_view("rx_bytes"), rx_bytes.get());
+    fn(std::string_view("rx_syscalls"), rx_syscalls.get());
+    fn(std::string_view("rx_errors"), rx_errors.get());
+    fn(std::string_view("rx_truncated"), rx_truncated.get());
+    fn(std::string_view("rx_not_ipv4"), rx_not_ipv4.get());
+  }
+};
+
+// Told when a receive socket appears or goes, so the engine's parker can
+// wait on it (AgentContext::add_fd / remove_fd).
+class FdObserver {
+ public:
+  virtual ~FdObserver() = default;
+  virtual void fd_added(int fd) = 0;
+  virtual void fd_removed(int fd) = 0;
+};
+
+class UdpNet final : public PacketTx, public MulticastMembership {
+ public:
+  // Opens and configures the unicast socket; EADDRINUSE when another device
+  // (in this or another process) owns <address>:4791, EADDRNOTAVAIL when no
+  // interface has the address. Runs the IPv4 ID probe when asked.
+  static Result<std::unique_ptr<UdpNet>> open(const NetConfig& config);
+  ~UdpNet() override;
+  UdpNet(const UdpNet&) = delete;
+  UdpNet& operator=(const UdpNet&) = delete;
+
+  // PacketTx. Copies the packet; false only when the queue is full and
+  // flushing it would block (back-pressure: the QP retries later).
+  bool transmit(const TxPacket& packet) override;
+  // Sends everything queued (one sendmmsg per socket); returns how many
+  // datagrams were handed to the kernel. What the kernel refused with
+  // EAGAIN stays queued for the next flush.
+  int flush();
+  std::size_t queued() const { return tx_count_; }
+
+  // Reads up to rx_batch datagrams from each receive socket and calls
+  // fn(roce_bytes, meta) for each; the bytes are valid during the call.
+  // Returns how many datagrams were read.
+  using RxHandler = std::function<void(std::span<const std::uint8_t>, const RxMeta&)>;
+  int receive(const RxHandler& fn);
+
+  // MulticastMembership, reference-counted per group. EINVAL for a group
+  // outside 224.0.0.0/4 or not IPv4.
+  Status join(const wire::IpAddress& group) override;
+  Status leave(const wire::IpAddress& group) override;
+  std::uint32_t group_refs(const wire::IpAddress& group) const;
+
+  // The fds whose readiness means "packets to read": the unicast socket and
+  // one per joined group. The observer is told of later changes.
+  std::vector<int> receive_fds() const;
+  void set_fd_observer(FdObserver* observer) { observer_ = observer; }
+
+  const wire::IpAddress& address() const { return config_.address; }
+  const NetReport& report() const { return report_; }
+  const NetCounters& counters() const { return counters_; }
+
+ private:
+  explicit UdpNet(const NetConfig& config);
+  struct TxSlot;
+  struct RxBatch;
+  int tx_socket_for(std::uint16_t src_port);
+  Result<int> open_tx_socket(std::uint16_t port, bool reuse);
+  int flush_socket(int fd, std::size_t first, std::size_t count);
+  int receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn);
+  void probe_ipv4_id();
+
+  NetConfig config_;
+  NetReport report_;
+  NetCounters counters_;
+  FdObserver* observer_ = nullptr;
+  int unicast_fd_ = -1;
+  std::map<std::uint16_t, int> tx_fds_;  // source port → socket (-1: could not bind, use unicast)
+  std::uint32_t tx_socket_count_ = 0;
+  struct Group {
+    int fd = -1;
+    std::uint32_t refs = 0;
+  };
+  std::map<std::uint32_t, Group> groups_;  // group address (network order as u32) → socket
+  std::vector<TxSlot> tx_;
+  std::size_t tx_count_ = 0;
+  std::unique_ptr<RxBatch> rx_;
+};
+
+// The errno's symbolic name for any errno ("EADDRINUSE"), from glibc's
+// strerrorname_np; verbs::errno_name knows only the verbs interface's own.
+std::string_view errno_symbol(int code);
+
+// IPv4 address helpers for sockaddr work.
+std::uint32_t ipv4_be(const wire::IpAddress& a);  // network-order u32 of an IPv4 IpAddress
+wire::IpAddress ipv4_from_be(std::uint32_t be);
+std::string ip_to_string(const wire::IpAddress& a);
+
+}  // namespace qpgate::verbs::soft

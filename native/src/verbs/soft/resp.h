@@ -1,0 +1,148 @@
+// The responder (≈ rxe_resp.c): executes request packets — receives into
+// posted buffers, WRITEs and READs of registered memory, atomics — and
+// answers with ACK/NAK, READ responses and atomic ACKs.
+//
+// State machine (RespState + switch, names in resp.cc):
+//   CHK_PSN → CHK_OP_SEQ → CHK_OP_VALID → CHK_RESOURCE → CHK_LENGTH →
+//   CHK_RKEY → EXECUTE → {READ_REPLY, ATOMIC_REPLY, COMPLETE} → ACKNOWLEDGE
+//   → CLEANUP → DONE, with DUPLICATE_REQUEST and the ERR_* exits.
+//
+// RC, as rxe does and the IBA asks:
+//  - PSN ahead of the expected one: NAK PSN sequence error once; further
+//    out-of-sequence packets are dropped silently until the expected PSN
+//    arrives (the latch also covers the packets after an RNR NAK).
+//  - PSN behind: a duplicate. SEND/WRITE are re-ACKed (when AckReq is set)
+//    without being delivered again; READ is executed again from memory;
+//    an atomic is answered from the atomic cache, never executed twice.
+//  - opcode sequence errors (a MIDDLE without a FIRST) → NAK invalid request.
+//  - no receive WQE → RNR NAK with min_rnr_timer.
+//  - a SEND longer than the receive → NAK remote operational error (rxe
+//    6.1, captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
+//  - rkey/bounds/access failures → NAK remote access error (0x62); a
+//    misaligned atomic → NAK invalid request (0x61). A WRITE/READ/atomic to
+//    a QP without the qp_access_flags for it → NAK invalid request (0x61),
+//    as rxe (nak-inv-req capture); the MR lacking the access → 0x62.
+//  - these NAKs are class C errors: the responder's QP goes to ERR too, with
+//    IBV_EVENT_QP_REQ_ERR (0x61) or IBV_EVENT_QP_ACCESS_ERR (0x62).
+// UC: no ACKs; a lost packet drops the rest of its message, and the QP
+// resumes at the next FIRST/ONLY. UD: one packet per message; the 40-byte
+// GRH area at the head of the receive buffer is filled.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string_view>
+
+#include "verbs/soft/transport.h"
+#include "verbs/soft/work_queue.h"
+#include "wire/packet.h"
+
+namespace qpgate::verbs::soft {
+
+class SoftQp;
+
+enum class RespState : std::uint8_t {
+  CHK_PSN,
+  CHK_OP_SEQ,
+  CHK_OP_VALID,
+  CHK_RESOURCE,
+  CHK_LENGTH,
+  CHK_RKEY,
+  EXECUTE,
+  READ_REPLY,
+  ATOMIC_REPLY,
+  COMPLETE,
+  ACKNOWLEDGE,
+  CLEANUP,
+  DUPLICATE_REQUEST,
+  ERR_PSN_OUT_OF_SEQ,
+  ERR_RNR,
+  ERR_INVALID_REQUEST,
+  ERR_REMOTE_ACCESS,
+  ERR_LENGTH,
+  ERR_LOCAL,
+  DROP,
+  DONE,
+};
+inline constexpr int kRespStateCount = 21;
+std::string_view resp_state_name(RespState s);
+
+// Results of recently executed atomics, by PSN, so a duplicate is answered
+// with the original value instead of being executed again (rxe resp_res).
+class AtomicCache {
+ public:
+  static constexpr std::size_t kEntries = 32;
+  void put(std::uint32_t psn, std::uint64_t orig);
+  std::optional<std::uint64_t> get(std::uint32_t psn) const;
+  void clear() { n_ = 0; next_ = 0; }
+
+ private:
+  struct Entry {
+    std::uint32_t psn = 0;
+    std::uint64_t orig = 0;
+  };
+  std::array<Entry, kEntries> e_{};
+  std::size_t n_ = 0;
+  std::size_t next_ = 0;
+};
+
+class Responder {
+ public:
+  explicit Responder(SoftQp& qp);
+
+  void reset();                       // RESET
+  void start(std::uint32_t rq_psn);   // INIT→RTR: the first expected PSN
+  void on_request(const wire::Packet& pkt, const RxMeta& meta);
+  int flush_pending();                // responses held by back-pressure; packets sent
+  bool has_pending() const { return pending_ack_.has_value() || !pending_reads_.empty(); }
+  // A receive WQE taken but not completed (flushed on ERR first).
+  std::optional<RecvWqe> take_held_wqe();
+  std::uint32_t expected_psn() const { return epsn_; }
+  std::uint32_t msn() const { return msn_; }
+  RespState last_state() const { return last_state_; }
+
+ private:
+  struct PendingAck {
+    std::uint8_t syndrome;
+    std::uint32_t psn;
+  };
+  struct PendingRead {
+    std::uint32_t psn;       // of the next response packet
+    std::uint64_t va;        // of its first byte
+    std::uint32_t rkey;
+    std::uint32_t remaining; // bytes still to send
+    bool first;              // the next packet is the first response
+  };
+
+  void send_ack(std::uint8_t syndrome, std::uint32_t psn);
+  bool send_atomic_ack(std::uint32_t psn, std::uint64_t orig);
+  bool pump_read(PendingRead& r);
+  void receive_ud(const wire::Packet& pkt, const RxMeta& meta);
+  bool take_recv_wqe();
+  bool scatter(const wire::Packet& pkt, std::uint64_t offset);
+  bool complete_recv(WcStatus status, std::uint32_t byte_len, const wire::Packet* pkt, bool write_imm);
+  void class_c_error(std::uint8_t nak, std::uint32_t psn);
+
+  SoftQp& qp_;
+  std::uint32_t epsn_ = 0;        // the expected PSN
+  std::uint32_t msn_ = 0;         // messages completed (AETH MSN)
+  bool sent_psn_nak_ = false;     // latched NAK PSN sequence error / RNR
+  // The message in progress.
+  std::uint8_t cur_opcode_ = 0xff;  // last accepted opcode of an unfinished message; 0xff = none
+  std::optional<RecvWqe> wqe_;      // receive WQE of the SEND (or WRITE_WITH_IMM) in progress
+  std::uint64_t recv_offset_ = 0;   // bytes placed in it
+  std::uint64_t write_va_ = 0;      // WRITE in progress: next VA, rkey, bytes left, total
+  std::uint32_t write_rkey_ = 0;
+  std::uint32_t write_resid_ = 0;
+  std::uint32_t write_len_ = 0;
+  bool uc_drop_ = false;            // UC: dropping until the next FIRST/ONLY
+  AtomicCache atomics_;
+  std::optional<PendingAck> pending_ack_;
+  std::deque<PendingRead> pending_reads_;
+  std::vector<std::uint8_t> scratch_;
+  RespState last_state_ = RespState::DONE;
+};
+
+}  // namespace qpgate::verbs::soft
