@@ -1,5 +1,6 @@
 # qpgate container image. Build: docker build -t qpgate .
-# Run:   docker run --network host qpgate     (soft backend on the host's loopback)
+# Run:   docker run --network host qpgate     (soft backend on the host's loopback;
+#        control plane, status page and /healthz on http://127.0.0.1:7470)
 # The build stage compiles the native addon against the packages Debian ships;
 # the runtime stage carries only the shared libraries it links and runs as an
 # unprivileged user.
@@ -32,6 +33,7 @@ COPY --from=build --chown=node:node /app/dist/src dist/src
 COPY --from=build --chown=node:node /app/native/build/Release/qpgate.node native/build/Release/qpgate.node
 COPY --from=build --chown=node:node /app/config config
 COPY --from=build --chown=node:node /app/proto proto
+COPY --from=build --chown=node:node /app/src/gateway/control/status-page src/gateway/control/status-page
 RUN mkdir -p /app/var && chown node:node /app/var
 USER node
 ENV NODE_ENV=production

@@ -3,8 +3,10 @@
 // anything):
 //   icrc   the ICRC with ISA-L vs zlib (native, Release build in native/build-bench)
 //   ring   JS -> engine -> JS round trip through the SPSC rings, backoff vs spin
+//   transport  soft RoCEv2 RC ping-pong / UD multicast vs C UDP, sockperf and
+//              Node dgram on loopback (bench/transport/run.ts; 5 runs, --quick 1)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +20,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport\n`);
     process.exit(2);
   }
 }
@@ -32,11 +34,18 @@ function step(title: string, command: string, argv: string[], cwd = root): void 
   }
 }
 
-if (!only || only === 'icrc') {
-  const build = path.join(root, 'native/build-bench');
+const build = path.join(root, 'native/build-bench');
+let configured = false;
+function configureNativeBench(): void {
+  if (configured) return;
+  configured = true;
   step('configure native benchmarks (Release)', 'cmake', [
     '-S', 'native', '-B', build, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', '-DQPGATE_BUILD_BENCH=ON',
   ]);
+}
+
+if (!only || only === 'icrc') {
+  configureNativeBench();
   step('build native benchmarks', 'cmake', ['--build', build, '--target', 'bench_icrc']);
   step('ICRC: ISA-L vs zlib', path.join(build, 'bench/bench_icrc'), [quick ? '200' : '20000']);
 }
@@ -45,5 +54,16 @@ if (!only || only === 'ring') {
     path.join(root, 'dist/bench/ring/echo-rtt.js'),
     '--seconds', quick ? '0.2' : '3',
     '--warmup', quick ? '0.05' : '0.5',
+  ]);
+}
+if (!only || only === 'transport') {
+  configureNativeBench();
+  step('build transport benchmarks', 'cmake', [
+    '--build', build, '--target', 'bench_soft_rc_pingpong', 'bench_soft_ud_mcast', 'bench_udp_pingpong', 'bench_udp_mcast',
+  ]);
+  step('transport: soft RoCEv2 vs UDP, sockperf and Node dgram on loopback', process.execPath, [
+    path.join(root, 'dist/bench/transport/run.js'),
+    '--build-dir', build,
+    ...(quick ? ['--quick'] : []),
   ]);
 }

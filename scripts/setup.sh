@@ -13,7 +13,11 @@ optional_pkgs=(libibverbs-dev)
 test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
   # the rxe guest for the ibv backend's tests (test/rdma-vm): qemu, the guest's
   # userland and rdma-core's tools; kmod for modinfo/depmod on the unpacked kernel
-  qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod xz-utils)
+  qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod xz-utils
+  # promtool checks config/prometheus/alerts.yaml
+  prometheus
+  # the transport benchmark runs sockperf beside qpgate (bench/transport)
+  sockperf)
 
 pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")

@@ -1,10 +1,12 @@
-// The `qpgate` command line: `serve` runs the gateway; more subcommands
-// (status, qps, record) join as the features behind them land.
+// The `qpgate` command line: `serve` runs the gateway; `status` and `qps`
+// read a running gateway's control plane (as ibstat and `rdma res show qp`
+// read a fabric's); more subcommands (record) join as their features land.
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
 import { startGateway } from './service.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
+import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
 
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('qpgate')
@@ -43,6 +45,26 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) => {
       exitCode = await serve(opts);
     });
+
+  const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
+    program
+      .command(name)
+      .description(description)
+      .option('--url <url>', 'the control plane', DEFAULT_URL)
+      .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+      .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)')
+      .option('--json', 'print the JSON the control plane returned')
+      .action(async (opts: ClientOptions & { json?: boolean }) => {
+        try {
+          process.stdout.write(`${await run(opts)}\n`);
+        } catch (err) {
+          if (!(err instanceof ClientError)) throw err;
+          process.stderr.write(`qpgate ${name}: ${err.message}\n`);
+          exitCode = 1;
+        }
+      });
+  client('status', 'device, port state, GIDs, MTU, engine placement, SLOs, feeds and sessions of a running gateway (like ibstat)', statusCommand);
+  client('qps', 'the queue pairs of a running gateway (like `rdma res show qp`)', qpsCommand);
 
   try {
     await program.parseAsync(argv);

@@ -1,14 +1,28 @@
 // Starts and stops the gateway as one unit: the engine thread first (nothing
-// else works without it), then the control plane; on SIGTERM/SIGINT the
-// reverse, so the last thing to go is the thread that owns the queue pairs.
+// else works without it), then the backend's device on it, the SLO evaluator
+// and the control plane; on SIGTERM/SIGINT the reverse, so the last thing to
+// go is the thread that owns the queue pairs:
+//
+//   1. not ready (/readyz 503), sessions stop accepting, feeds stop taking new work
+//   2. sessions and feeds drain (journal flushed)      [ControlExtension.drain]
+//   3. feeds and sessions close: multicast groups left, their QPs destroyed
+//   4. the control plane stops taking requests and closes
+//   5. the SLO timer stops; QPs still listed are destroyed; the device closes
+//   6. the engine thread stops (joined, its memory freed); exit 0
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './log.js';
 import { buildControlPlane } from './control/app.js';
 import { generateAdminToken, type Token } from './control/auth.js';
-import { Engine, type EngineOptions } from '../native/engine.js';
-import type { GatewayState } from './state.js';
+import type { EngineOptions } from '../native/engine.js';
+import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
+import { createGatewayEngine } from './engine-handle.js';
+import { openGatewayDevice } from './device/device.js';
+import { QpRegistry } from './device/qp-registry.js';
+import { LatencyRegistry } from './metrics/latency-registry.js';
+import { SloService } from './slo/service.js';
+import { startFeeds } from './feeds.js';
 
 export interface Gateway {
   readonly state: GatewayState;
@@ -23,57 +37,99 @@ export interface Gateway {
 export interface StartOptions {
   /** Install SIGTERM/SIGINT handlers (the CLI does; tests don't). */
   handleSignals?: boolean;
+  /**
+   * Called after the device is open and before the control plane is built:
+   * where the feed and order-session services attach (state.feeds,
+   * state.sessions, state.latency.registerLatency, state.qps).
+   */
+  attach?: (state: GatewayState) => void | Promise<void>;
+  /** How long shutdown waits for sessions and feeds to drain. Default 5 s. */
+  drainTimeoutMs?: number;
 }
 
 export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const log = logger.child({ component: 'gateway' });
-  const engine = new Engine(engineOptions(config));
+  // Config problems the schema cannot see (SLO windows vs interval) fail before anything starts.
+  const latency = new LatencyRegistry();
+  const slo = new SloService(config.slo, latency, (err) => log.error({ err }, 'SLO evaluation failed'));
+
+  const engine = createGatewayEngine(engineOptions(config));
   const placement = await engine.start();
   log.info({ placement }, 'engine started');
 
-  const state: GatewayState = { config, engine, version: VERSION, startedAt: new Date(), ready: false };
-  const tokens: Token[] = [...config.control.tokens];
-  if (tokens.length === 0) {
-    const generated = generateAdminToken(config.state.dir);
-    tokens.push(generated.token);
-    log.warn({ path: generated.path }, 'no control-plane token configured: generated an admin token');
-  }
-
-  let app: FastifyInstance;
+  const state: GatewayState = {
+    config,
+    engine,
+    version: VERSION,
+    startedAt: new Date(),
+    logger,
+    device: undefined,
+    qps: new QpRegistry(),
+    latency,
+    slo,
+    ready: false,
+  };
+  let app: FastifyInstance | undefined;
   try {
+    state.device = openGatewayDevice(config, engine);
+    const port = state.device.queryPort(1);
+    log.info({ device: state.device.name, gid: state.device.gid, portState: port.state, activeMtu: port.activeMtu }, 'device open');
+    state.feeds = startFeeds(state);
+    await options.attach?.(state);
+
+    const tokens: Token[] = [...config.control.tokens];
+    if (tokens.length === 0) {
+      const generated = generateAdminToken(config.state.dir);
+      tokens.push(generated.token);
+      log.warn({ path: generated.path }, 'no control-plane token configured: generated an admin token');
+    }
     app = await buildControlPlane({ state, tokens, logger });
-    app.addHook('onClose', async () => {
-      await engine.stop();
-    });
     await app.listen({ host: config.control.host, port: config.control.port });
   } catch (err) {
+    await app?.close().catch(() => undefined);
+    await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     await engine.stop();
     throw err;
   }
+  slo.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.control.port;
   const host = config.control.host.includes(':') ? `[${config.control.host}]` : config.control.host;
   const url = `http://${host}:${port}`;
   state.ready = true;
+  const unsourced = config.slo.objectives.filter((o) => !latency.has(o.latency)).map((o) => o.name);
+  if (unsourced.length > 0) log.info({ objectives: unsourced }, 'SLOs without a latency source yet: listed as "no data source"');
   log.info({ url, backend: config.backend.kind, device: config.backend.device }, 'qpgate ready');
 
   let resolveClosed!: (code: number) => void;
   const closed = new Promise<number>((resolve) => (resolveClosed = resolve));
   let closing: Promise<void> | undefined;
+  const server = app;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 5000;
   const close = (reason = 'close requested'): Promise<void> => {
     closing ??= (async () => {
       log.info({ reason }, 'shutting down');
       state.ready = false;
       let code = 0;
-      try {
-        await app.close();
-      } catch (err) {
-        log.error({ err }, 'error during shutdown');
-        code = 1;
-      }
+      const step = async (what: string, fn: () => unknown): Promise<void> => {
+        try {
+          await fn();
+        } catch (err) {
+          log.error({ err, step: what }, 'error during shutdown');
+          code = 1;
+        }
+      };
+      const extensions = [state.sessions, state.feeds].filter((e): e is ControlExtension => e !== undefined);
+      for (const e of extensions) await step('stop accepting', () => e.stopAccepting?.());
+      for (const e of extensions) await step('drain', () => e.drain?.(drainTimeoutMs));
+      for (const e of extensions) await step('close', () => e.close?.());
+      await step('control plane', () => server.close());
+      slo.stop();
+      await step('device', () => releaseDevice(state, log));
+      await step('engine', () => engine.stop());
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      log.info('stopped');
+      log.info({ code }, 'stopped');
       resolveClosed(code);
     })();
     return closing;
@@ -84,6 +140,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     process.on('SIGINT', onSignal);
   }
   return { state, app, url, closed, close };
+}
+
+async function releaseDevice(state: GatewayState, log: Logger): Promise<void> {
+  const device = state.device;
+  if (!device) return;
+  const name = device.name;
+  state.qps.destroyAll();
+  state.device = undefined;
+  device.close();
+  log.info({ device: name }, 'device closed');
 }
 
 /** The engine's options from the gateway config (`auto` leaves the choice to the engine). */

@@ -1,13 +1,49 @@
 // What the control plane may see of the running gateway. Kept as a narrow
 // interface so the control plane never reaches into the engine's internals.
+import type { FastifyPluginAsync } from 'fastify';
 import type { GatewayConfig } from './config/schema.js';
-import type { Engine } from '../native/engine.js';
+import type { Logger } from './log.js';
+import type { Device } from '../native/verbs.js';
+import type { GatewayEngine } from './engine-handle.js';
+import type { QpRegistry } from './device/qp-registry.js';
+import type { LatencyRegistry } from './metrics/latency-registry.js';
+import type { SloService } from './slo/service.js';
+
+/**
+ * A feature that plugs into the control plane: the feed service (/v1/feeds)
+ * and the order-session service (/v1/sessions). Set it in GatewayState before
+ * the control plane is built; while it is absent, /v1/<feature> answers 404
+ * "<feature> are not enabled".
+ */
+export interface ControlExtension {
+  /** Routes registered under /v1/<feature> (the prefix is applied by the control plane). */
+  readonly routes: FastifyPluginAsync<{ state: GatewayState }>;
+  /** A JSON summary for `qpgate status` and the status page (feeds, their rates; sessions...). */
+  summary(): unknown;
+  /** Shutdown, step 1: refuse new work (new sessions, new feeds). */
+  stopAccepting?(): void;
+  /** Shutdown, step 2: finish or hand off work in flight (flush the journal). */
+  drain?(timeoutMs: number): Promise<void>;
+  /** Shutdown, step 3: release device resources (leave multicast groups, destroy QPs). */
+  close?(): Promise<void>;
+}
 
 export interface GatewayState {
   readonly config: GatewayConfig;
-  readonly engine: Engine;
+  readonly engine: GatewayEngine;
   readonly version: string;
   readonly startedAt: Date;
+  readonly logger: Logger;
+  /** The backend's verbs device; opened after the engine starts, closed before it stops. */
+  device: Device | undefined;
+  /** The QPs the gateway made (the bindings cannot list a device's QPs). */
+  readonly qps: QpRegistry;
+  /** Latency histograms (engine counters) by name: /metrics and the SLOs read them. */
+  readonly latency: LatencyRegistry;
+  readonly slo: SloService;
+  /** Extension points: set by the feed and order-entry services when they exist. */
+  feeds?: ControlExtension;
+  sessions?: ControlExtension;
   /** False until every component has started, and again once shutdown begins. */
   ready: boolean;
 }

@@ -15,7 +15,18 @@ import { RingConsumer, RingProducer } from './spsc-ring.js';
 export const RecordType = {
   /** toEngine: bytes to send back; fromEngine: the bytes + uint64 receive time (CLOCK_MONOTONIC ns, LE). */
   echo: 1,
+  /** toEngine: messages for one feed channel (docs/protocol.md 2.11). */
+  feedPublish: 16,
+  /** fromEngine: one live feed frame delivered in order by a subscriber. */
+  feedFrame: 17,
+  /** fromEngine: a feed range lost on every line. */
+  feedGap: 18,
+  /** fromEngine: a feed channel's session changed (or was first seen). */
+  feedSession: 19,
 } as const;
+
+/** Handles the fromEngine records of one type; `payload` views ring memory, valid only during the call. */
+export type RecordHandler = (payload: Uint8Array) => void;
 
 export type EngineOptions = Omit<NativeEngineOptions, 'onWake'>;
 
@@ -49,11 +60,65 @@ export class Engine {
   #consumer: RingConsumer | undefined;
   #op: Promise<unknown> = Promise.resolve();
   #drainScheduled = false;
+  readonly #routes = new Map<number, Set<RecordHandler>>();
 
   /** Throws TypeError naming the option when `options` is invalid. */
   constructor(options: EngineOptions = {}, onBatch?: BatchHandler) {
     this.#native = new (loadAddon().Engine)({ ...options, onWake: () => this.#drain() });
     this.#handler = onBatch;
+  }
+
+  /** The addon's engine object (for verbs.openDevice and the feed bindings). */
+  get native(): NativeEngine {
+    return this.#native;
+  }
+
+  /**
+   * Subscribes `handler` to the fromEngine records of one type (routing by
+   * type); returns the unsubscribe function. Routed records are handed to
+   * their handlers in ring order, before the batch handler (onBatch), which
+   * still sees every record of the batch.
+   */
+  onRecord(type: number, handler: RecordHandler): () => void {
+    let set = this.#routes.get(type);
+    if (set === undefined) {
+      set = new Set();
+      this.#routes.set(type, set);
+    }
+    set.add(handler);
+    return () => {
+      const s = this.#routes.get(type);
+      if (s === undefined) return;
+      s.delete(handler);
+      if (s.size === 0) this.#routes.delete(type);
+    };
+  }
+
+  /**
+   * Writes toEngine records in place: `fill(bytes, offset)` writes `length`
+   * payload bytes at `offset` of the ring's byte view. False when the ring
+   * has no room now (nothing written). Records become visible at flush().
+   */
+  tryWrite(type: number, length: number, fill: (bytes: Uint8Array, offset: number) => void): boolean {
+    const producer = this.#producer;
+    if (producer === undefined || !this.#native.running) throw new Error('qpgate Engine: write on a stopped engine');
+    const at = producer.claim(type, length);
+    if (at < 0) return false;
+    fill(producer.bytes, at);
+    return true;
+  }
+
+  /** Largest toEngine payload a record may have. */
+  get maxRecordPayload(): number {
+    const producer = this.#producer;
+    if (producer === undefined) throw new Error('qpgate Engine: not started');
+    return producer.maxPayloadLength;
+  }
+
+  /** Publishes what tryWrite wrote (one tail store) and rings the doorbell only if the engine is parked. */
+  flush(): void {
+    const producer = this.#producer;
+    if (producer !== undefined && this.#native.running) this.#flush(producer);
   }
 
   /** Replaces the handler that receives fromEngine records, a batch at a time. */
@@ -129,8 +194,23 @@ export class Engine {
     const consumer = this.#consumer;
     if (consumer === undefined || consumer.detached) return;
     const records: EngineRecord[] = [];
+    const routes = this.#routes;
     const collect = (type: number, bytes: Uint8Array, offset: number, length: number): void => {
-      records.push({ type, payload: bytes.subarray(offset, offset + length) });
+      const payload = bytes.subarray(offset, offset + length);
+      const handlers = routes.size === 0 ? undefined : routes.get(type);
+      if (handlers !== undefined) {
+        for (const h of handlers) {
+          try {
+            h(payload);
+          } catch (e) {
+            // A throwing handler must not stall the ring for everyone else.
+            queueMicrotask(() => {
+              throw e;
+            });
+          }
+        }
+      }
+      records.push({ type, payload });
     };
     // The handler runs before head moves, so the payload views are intact.
     const deliver = (count: number): void => {

@@ -438,11 +438,21 @@ export function openDevice(engine: EngineLike, options: OpenDeviceOptions): Devi
   return new Device(nativeVerbs().openDevice(nativeEngineOf(engine), { ...options }));
 }
 
+/**
+ * @internal The native device behind a Device, for qpgate's own test-only
+ * modules (src/native/testing/). Not part of the API.
+ */
+export const kNativeDevice: unique symbol = Symbol('qpgate.verbs.nativeDevice');
+
 export class Device {
   readonly #native: NativeDevice;
   /** @internal */
   constructor(native: NativeDevice) {
     this.#native = native;
+  }
+  /** @internal */
+  get [kNativeDevice](): unknown {
+    return this.#native;
   }
   /** 'qpgate_soft_127.0.0.2'. */
   get name(): string {

@@ -17,4 +17,16 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^zlib\s+4096\s/m);
   assert.match(r.stdout, /^backoff\s+16\s+\d+/m);
   assert.match(r.stdout, /^spin\s+256\s+\d+/m);
+  // transport: the ping-pong, tuning, multicast and aims tables
+  assert.match(r.stdout, /^Ping-pong round trip on loopback/m);
+  assert.match(r.stdout, /^soft_rc\s+64\s+\d/m);
+  assert.match(r.stdout, /^soft_rc\s+1024\s+\d/m);
+  assert.match(r.stdout, /^c_spin\s+64\s+\d/m);
+  assert.match(r.stdout, /^node\s+64\s+\d/m);
+  assert.match(r.stdout, /^stream\s+128\s+8\s+\d/m);
+  assert.match(r.stdout, /^mc_soft\s+64\s+88\s+3\s+\d/m);
+  assert.match(r.stdout, /^mc_c\s+64\s+88\s+1\s+\d/m);
+  assert.match(r.stdout, /^mc_node\s+1024\s+1048\s+3\s+\d/m);
+  assert.match(r.stdout, /^RC RTT p50 64 B \/ C busy-poll UDP RTT p50\s+[\d.]+\s+<= 2\s+(PASS|MISS)$/m);
+  assert.match(r.stdout, /^UD mcast 64 B x 3 sub: soft sent\/s \/ C sendmmsg sent\/s\s+[\d.]+\s+>= 0\.9\s+(PASS|MISS)$/m);
 });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/gateway/config/load.js';
 import { createLogger } from '../../src/gateway/log.js';
+import { freeLoopbackAddress } from '../support/loopback.js';
 import { startGateway, type Gateway } from '../../src/gateway/service.js';
 
 const READ_TOKEN = 'read-token-0123456789';
@@ -16,6 +17,7 @@ before(async () => {
     env: {},
     overrides: [
       'control.port=0',
+      `backend.address=${freeLoopbackAddress()}`,
       `state.dir=${mkdtempSync(join(tmpdir(), 'qpgate-cp-'))}`,
       `control.tokens=[{name: viewer, scope: read, token: ${READ_TOKEN}}, {name: ops, scope: admin, token: ${ADMIN_TOKEN}}]`,
     ],

@@ -8,7 +8,7 @@ import {
   highestValueAtIndex,
   indexOf,
   valueAtIndex,
-} from '../../src/gateway/metrics/latency-counts.js';
+} from '../../src/native/latency-counts.js';
 
 test('the counter layout is HdrHistogram\'s with 2 significant digits: hdr-histogram-js agrees on every counter', () => {
   // The pure-JS histogram has these methods; the published typings omit them.

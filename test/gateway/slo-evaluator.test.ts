@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LatencyCounts } from '../../src/gateway/metrics/latency-counts.js';
+import { LatencyCounts } from '../../src/native/latency-counts.js';
 import { SloEvaluator } from '../../src/gateway/slo/evaluator.js';
 
 /** A cumulative latency source tests can add events to, like the engine's counters. */

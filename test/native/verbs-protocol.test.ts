@@ -48,7 +48,9 @@ test('tshark decodes an RC + UD exchange as InfiniBand with the opcodes and PSNs
   try {
     for (let i = 0; i < 100 && !/Capturing on/.test(stderr); i++) await sleep(50);
     assert.match(stderr, /Capturing on/, 'tshark started capturing');
-    await sleep(200);
+    // dumpcap says "Capturing on" a moment before its filter is attached; on a
+    // loaded 2-CPU machine that moment has exceeded 200 ms.
+    await sleep(1000);
 
     const engine = startEngine();
     let udQpns: { tx: number; rx: number };
@@ -76,7 +78,7 @@ test('tshark decodes an RC + UD exchange as InfiniBand with the opcodes and PSNs
       const ah = a.pd.createAh({ dgid: b.device.gid });
       ta.postSend([{ wrId: 5n, sgList: [a.mr.sge(0, 100)], ah, remoteQpn: tb.qpNum, remoteQkey: QKEY }]); // UD PSN 0
       assert.equal((await pollOne(b.cq)).status, 'IBV_WC_SUCCESS');
-      await sleep(200);
+      await sleep(1000); // the last ACKs reach the capture file
     } finally {
       engine.stop();
     }

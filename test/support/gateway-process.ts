@@ -5,6 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QPGATE_BIN } from './paths.js';
+import { freeLoopbackAddress } from './loopback.js';
 
 export interface GatewayProcess {
   child: ChildProcess;
@@ -16,7 +17,9 @@ export interface GatewayProcess {
 
 export async function startGatewayProcess(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
   const stateDir = mkdtempSync(join(tmpdir(), 'qpgate-state-'));
-  const child = spawn(process.execPath, [QPGATE_BIN, 'serve', '--port', '0', '--set', `state.dir=${stateDir}`, ...args], {
+  // The gateway opens a soft device on backend.address:4791: one address per gateway.
+  const address = args.some((a) => a.startsWith('backend.address=')) ? [] : ['--set', `backend.address=${freeLoopbackAddress()}`];
+  const child = spawn(process.execPath, [QPGATE_BIN, 'serve', '--port', '0', '--set', `state.dir=${stateDir}`, ...address, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

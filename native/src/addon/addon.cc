@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "engine_wrap.h"
+#include "feed_wrap.h"
 #include "verbs_wrap.h"
 
 namespace qpgate::addon {
@@ -17,10 +18,13 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
                              InstanceValue("Engine", EngineWrap::Define(env), napi_enumerable),
                          });
     init_verbs(env, exports, &verbs_);  // exports.verbs: openDevice and the verbs classes
+    feed_.verbs = &verbs_;
+    init_feed(env, exports, &feed_);  // exports.feed: createPublisher, createSubscriber
   }
 
  private:
   VerbsClasses verbs_;
+  FeedClasses feed_;
 };
 
 }  // namespace qpgate::addon

@@ -2,7 +2,7 @@
 
 #include "convert.h"
 #include "options.h"
-#include "verbs/soft/soft_device_agent.h"
+#include "engine/soft_device_agent.h"
 
 namespace qpgate::addon {
 
@@ -53,7 +53,7 @@ EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine
   try {
     engine_ = std::make_shared<engine::Engine>(std::move(options.config), std::move(waker));
     // Every engine can drive soft devices (openDevice attaches them later).
-    auto agent = std::make_unique<verbs::soft::SoftDeviceAgent>();
+    auto agent = std::make_unique<engine::SoftDeviceAgent>();
     soft_devices_ = agent.get();
     engine_->add_agent(std::move(agent));
   } catch (const std::exception& e) {

@@ -16,7 +16,7 @@
 
 #include "engine/engine.h"
 
-namespace qpgate::verbs::soft {
+namespace qpgate::engine {
 class SoftDeviceAgent;
 }
 
@@ -34,7 +34,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // For the verbs bindings: the engine (shared, so verbs objects keep it
   // alive for their finalizers) and the agent that drives soft devices.
   const std::shared_ptr<engine::Engine>& engine() const { return engine_; }
-  verbs::soft::SoftDeviceAgent* soft_devices() const { return soft_devices_; }
+  engine::SoftDeviceAgent* soft_devices() const { return soft_devices_; }
   // Non-null when `value` is an Engine made by this addon.
   static EngineWrap* FromValue(Napi::Value value);
 
@@ -55,7 +55,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 
   napi_env env_;
   std::shared_ptr<engine::Engine> engine_;
-  verbs::soft::SoftDeviceAgent* soft_devices_ = nullptr;  // owned by engine_
+  engine::SoftDeviceAgent* soft_devices_ = nullptr;  // owned by engine_
   Napi::FunctionReference on_wake_;
   Napi::ThreadSafeFunction tsfn_;
   bool tsfn_live_ = false;

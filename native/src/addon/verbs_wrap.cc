@@ -10,7 +10,7 @@
 #include "engine_wrap.h"
 #include "verbs/soft/net.h"
 #include "verbs/soft/soft_device.h"
-#include "verbs/soft/soft_device_agent.h"
+#include "engine/soft_device_agent.h"
 #include "verbs/soft/soft_qp.h"
 #include "verbs_convert.h"
 
@@ -479,6 +479,13 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
   using VerbsWrap::VerbsWrap;
   ~DeviceWrap() override { release(); }
 
+  // For __testing_setFaults / __testing_faultCounters (tests only).
+  void set_faults(Napi::Env env, const soft::FaultPlan& plan) {
+    soft::SoftDevice& d = dev(env);
+    run([&] { d.inject_faults(plan); });
+  }
+  Napi::Value fault_counters(Napi::Env env) { return counters_to_js(env, dev(env).fault_counters()); }
+
  private:
   soft::SoftDevice& dev(Napi::Env env) const { return obj(env, "device"); }
   Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
@@ -610,7 +617,7 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
 
   const EnginePtr& engine = ew->engine();
-  soft::SoftDeviceAgent* agent = ew->soft_devices();
+  engine::SoftDeviceAgent* agent = ew->soft_devices();
   verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
   on_engine(engine, [&] {
     r = soft::open_soft_device(opts);
@@ -621,6 +628,71 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   });
   return make_wrap<DeviceWrap>(classes->device, engine, info[0].As<Napi::Object>(), unwrap_result(env, r), classes);
 }
+
+// ---------------------------------------------------------------- fault injector (tests only)
+// __testing_setFaults(device, plan | null) and __testing_faultCounters(device):
+// the soft device's fault injector (verbs/soft/fault.h), FOR TESTS. Only
+// src/native/testing/faults.ts calls them; no configuration reaches them.
+double rate_of(Napi::Env env, Napi::Object o, const char* key, const std::string& where) {
+  if (!o.Has(key) || o.Get(key).IsUndefined()) return 0;
+  Napi::Value v = o.Get(key);
+  const double p = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+  if (!(p >= 0 && p <= 1)) throw Napi::TypeError::New(env, where + "." + key + " must be a probability in [0, 1]");
+  return p;
+}
+
+soft::FaultRates rates_of(Napi::Env env, Napi::Object plan, const char* dir) {
+  soft::FaultRates r;
+  if (!plan.Has(dir) || plan.Get(dir).IsUndefined()) return r;
+  const std::string where = std::string("setFaults: ") + dir;
+  if (!plan.Get(dir).IsObject()) throw Napi::TypeError::New(env, where + " must be an object of rates");
+  Napi::Object o = plan.Get(dir).As<Napi::Object>();
+  r.drop = rate_of(env, o, "drop", where);
+  r.duplicate = rate_of(env, o, "duplicate", where);
+  r.reorder = rate_of(env, o, "reorder", where);
+  r.delay = rate_of(env, o, "delay", where);
+  r.corrupt = rate_of(env, o, "corrupt", where);
+  return r;
+}
+
+DeviceWrap* fault_device(const Napi::CallbackInfo& info) {
+  auto* classes = static_cast<VerbsClasses*>(info.Data());
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(classes->device.Value())) {
+    throw Napi::TypeError::New(info.Env(), "fault injector: expected a SoftDevice made by openDevice");
+  }
+  return DeviceWrap::Unwrap(info[0].As<Napi::Object>());
+}
+
+Napi::Value TestingSetFaults(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceWrap* d = fault_device(info);
+  soft::FaultPlan plan;  // null/undefined: off
+  if (info.Length() > 1 && info[1].IsObject()) {
+    Napi::Object o = info[1].As<Napi::Object>();
+    if (o.Has("seed")) plan.seed = to_u64(env, o.Get("seed"), "setFaults: seed");
+    plan.tx = rates_of(env, o, "tx");
+    plan.rx = rates_of(env, o, "rx");
+    if (o.Has("delayUs")) plan.delay_ns = std::int64_t{1000} * to_u32(env, o.Get("delayUs"), "setFaults: delayUs", 60'000'000);
+    if (o.Has("reorderDistance")) plan.reorder_distance = to_u32(env, o.Get("reorderDistance"), "setFaults: reorderDistance", 1024);
+    if (o.Has("reorderMaxHoldUs")) {
+      plan.reorder_max_hold_ns = std::int64_t{1000} * to_u32(env, o.Get("reorderMaxHoldUs"), "setFaults: reorderMaxHoldUs", 60'000'000);
+    }
+    if (o.Has("maxFaults")) plan.max_faults = to_u32(env, o.Get("maxFaults"), "setFaults: maxFaults");
+    if (o.Has("opcodes")) {
+      if (!o.Get("opcodes").IsArray()) throw Napi::TypeError::New(env, "setFaults: opcodes must be an array of BTH opcodes");
+      Napi::Array a = o.Get("opcodes").As<Napi::Array>();
+      for (std::uint32_t i = 0; i < a.Length(); ++i) {
+        plan.opcodes.push_back(static_cast<std::uint8_t>(to_u32(env, a.Get(i), "setFaults: opcodes[]", 0xff)));
+      }
+    }
+  } else if (info.Length() > 1 && !info[1].IsNull() && !info[1].IsUndefined()) {
+    throw Napi::TypeError::New(env, "setFaults: the plan must be an object, or null to turn the injector off");
+  }
+  d->set_faults(env, plan);
+  return env.Undefined();
+}
+
+Napi::Value TestingFaultCounters(const Napi::CallbackInfo& info) { return fault_device(info)->fault_counters(info.Env()); }
 
 // bufferAddress(buffer) → BigInt: where a Buffer's bytes are (for sge()).
 Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
@@ -634,6 +706,11 @@ Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes) {
+  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(classes.device.Value())) return nullptr;
+  return DeviceWrap::Unwrap(value.As<Napi::Object>())->get();
+}
 
 void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
   Napi::Function device = DeviceWrap::Define(env);
@@ -653,6 +730,9 @@ void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
   Napi::Object verbs = Napi::Object::New(env);
   verbs.Set("openDevice", Napi::Function::New(env, OpenDevice, "openDevice", classes));
   verbs.Set("bufferAddress", Napi::Function::New(env, BufferAddress, "bufferAddress"));
+  // Test-only doors (src/native/testing/faults.ts), deliberately not in verbs.ts.
+  verbs.Set("__testing_setFaults", Napi::Function::New(env, TestingSetFaults, "__testing_setFaults", classes));
+  verbs.Set("__testing_faultCounters", Napi::Function::New(env, TestingFaultCounters, "__testing_faultCounters", classes));
   verbs.Set("SoftDevice", device);
   verbs.Set("ProtectionDomain", pd);
   verbs.Set("CompletionQueue", cq);

@@ -39,3 +39,15 @@ struct VerbsClasses {
 void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes);
 
 }  // namespace qpgate::addon
+
+namespace qpgate::verbs {
+class Device;
+}
+
+namespace qpgate::addon {
+
+// For other bindings (feed_wrap): the verbs::Device behind a JS SoftDevice
+// made by openDevice, or nullptr (anything else, or a closed device).
+verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes);
+
+}  // namespace qpgate::addon

@@ -1,43 +1,119 @@
 #include "command_agent.h"
 
 #include <cstring>
+#include <mutex>
 
 #include "clock.h"
-#include "record_types.h"
 
 namespace qpgate::engine {
+namespace {
 
-int CommandAgent::do_work(std::uint64_t /*now_ns*/) {
+struct ExtensionRegistry {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, CommandAgent::ExtensionFactory>> factories;
+};
+
+ExtensionRegistry& registry() {
+  static ExtensionRegistry r;  // never destroyed before the engines that read it
+  return r;
+}
+
+thread_local CommandAgent* t_current = nullptr;
+
+}  // namespace
+
+void CommandAgent::register_extension(const char* name, ExtensionFactory factory) {
+  ExtensionRegistry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [n, f] : r.factories) {
+    if (n == name) return;
+  }
+  r.factories.emplace_back(name, factory);
+}
+
+CommandAgent::CommandAgent() {
+  ExtensionRegistry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [n, f] : r.factories) extensions_.emplace_back(n, f());
+}
+
+CommandAgent::~CommandAgent() = default;
+
+void CommandAgent::on_start(AgentContext& context) {
+  context_ = &context;
+  t_current = this;
+  for (auto& [n, agent] : extensions_) agent->on_start(context);
+}
+
+void CommandAgent::on_close() {
+  for (auto& [n, agent] : extensions_) agent->on_close();
+  if (t_current == this) t_current = nullptr;
+}
+
+CommandAgent* CommandAgent::current() { return t_current; }
+
+bool CommandAgent::set_handler(std::int32_t type, RecordHandler* handler) {
+  if (type <= record_type::kEcho || type >= record_type::kMaxRoutedType) return false;
+  handlers_[static_cast<std::size_t>(type)] = handler;
+  return true;
+}
+
+RecordHandler* CommandAgent::handler(std::int32_t type) const {
+  if (type <= record_type::kEcho || type >= record_type::kMaxRoutedType) return nullptr;
+  return handlers_[static_cast<std::size_t>(type)];
+}
+
+Agent* CommandAgent::extension(std::string_view name) const {
+  for (const auto& [n, agent] : extensions_) {
+    if (n == name) return agent.get();
+  }
+  return nullptr;
+}
+
+int CommandAgent::do_work(std::uint64_t now_ns) {
   SpscConsumer& in = *context_->to_engine;
   SpscProducer& out = *context_->from_engine;
   EngineCounters& counters = *context_->counters;
-  if (in.corrupt()) return 0;
-  // One receive time per batch: the records of a batch arrived together.
-  // Read here, not at the top of the duty cycle, so earlier agents' work
-  // does not count as ring latency.
-  std::uint64_t received = 0;
-  std::uint64_t echoed = 0;
-  std::uint64_t rejected = 0;
-  const std::int32_t max_echo = out.ring().max_record_length() - ring_layout::kHeaderLength - 8;
-  const int consumed = in.read(
-      [&](std::int32_t type, const std::byte* payload, std::int32_t length) {
-        if (type != record_type::kEcho || length > max_echo) {
-          ++rejected;  // unknown type, or no room for the timestamp: skipped, counted
+  int consumed = 0;
+  if (!in.corrupt()) {
+    // One receive time per batch: the records of a batch arrived together.
+    // Read here, not at the top of the duty cycle, so earlier agents' work
+    // does not count as ring latency.
+    std::uint64_t received = 0;
+    std::uint64_t answered = 0;
+    std::uint64_t rejected = 0;
+    const std::int32_t max_echo = out.ring().max_record_length() - ring_layout::kHeaderLength - 8;
+    consumed = in.read(
+        [&](std::int32_t type, const std::byte* payload, std::int32_t length) {
+          if (type != record_type::kEcho) {
+            RecordHandler* h = handler(type);
+            if (h == nullptr) {
+              ++rejected;  // unknown type: skipped, counted
+              return true;
+            }
+            return h->on_record(type, payload, length);
+          }
+          if (length > max_echo) {
+            ++rejected;  // no room for the timestamp: skipped, counted
+            return true;
+          }
+          std::byte* dst = out.claim(record_type::kEcho, length + 8);
+          if (dst == nullptr) return false;  // fromEngine full: leave it in toEngine, JS will drain
+          if (received == 0) received = monotonic_ns();
+          std::memcpy(dst, payload, static_cast<std::size_t>(length));
+          std::memcpy(dst + length, &received, sizeof received);
+          ++answered;
           return true;
-        }
-        std::byte* dst = out.claim(record_type::kEcho, length + 8);
-        if (dst == nullptr) return false;  // fromEngine full: leave it in toEngine, JS will drain
-        if (received == 0) received = monotonic_ns();
-        std::memcpy(dst, payload, static_cast<std::size_t>(length));
-        std::memcpy(dst + length, &received, sizeof received);
-        ++echoed;
-        return true;
-      },
-      kBatchLimit);
-  if (in.corrupt()) counters.to_engine_corrupt.set(1);
-  counters.records_in.add(static_cast<std::uint64_t>(consumed));
-  counters.records_out.add(echoed);
-  counters.rejected_records.add(rejected);
+        },
+        kBatchLimit);
+    if (in.corrupt()) counters.to_engine_corrupt.set(1);
+    counters.records_in.add(static_cast<std::uint64_t>(consumed));
+    counters.records_out.add(answered);
+    counters.rejected_records.add(rejected);
+  }
+  // Extensions run after the records of this cycle, so they can finish what
+  // the records started (e.g. post the frames they filled) in the same cycle.
+  for (auto& [n, agent] : extensions_) consumed += agent->do_work(now_ns);
   return consumed;
 }
 

@@ -5,11 +5,12 @@
 
 #include "engine/engine.h"
 #include "soft_fixture.h"
-#include "verbs/soft/soft_device_agent.h"
+#include "engine/soft_device_agent.h"
 
 namespace qpgate::verbs::soft {
 namespace {
 
+using engine::SoftDeviceAgent;
 using test::Node;
 
 engine::EngineConfig parking_config() {

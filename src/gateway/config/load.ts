@@ -54,8 +54,10 @@ export function loadConfig(options: LoadOptions = {}): GatewayConfig {
     applyOverride(config, path, assignment.slice(eq + 1), `--set ${assignment}`, origins, problems);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  validate(config, origins);
-  return config as GatewayConfig;
+  // Sections whose schema carries defaults (feeds) are completed before validation.
+  const completed = Value.Default(GatewayConfig, config) as Plain;
+  validate(completed, origins);
+  return completed as GatewayConfig;
 }
 
 function readYamlFile(path: string, what: string): Plain {

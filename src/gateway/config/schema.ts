@@ -3,6 +3,7 @@
 // type the rest of the gateway reads. Unknown keys are errors, so a typo in a
 // key is reported rather than silently ignored.
 import { Type, type Static } from '@sinclair/typebox';
+import { FeedsConfig } from '../../feed/config.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -88,6 +89,30 @@ export const StateConfig = Type.Object(
   strict,
 );
 
+const Duration = (description: string) =>
+  Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$', description: `${description}: a duration like "10s", "1m", "10m"` });
+
+export const SloObjectiveConfig = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$', description: 'a label value: lower case, digits, _ . -' }),
+    latency: Type.Union([Type.Literal('tick_publish'), Type.Literal('tick_e2e'), Type.Literal('order_ack')], {
+      description: "one of 'tick_publish', 'tick_e2e', 'order_ack'",
+    }),
+    percentile: Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 100, description: 'a percentile in (0, 100), e.g. 99' }),
+    thresholdUs: Type.Number({ exclusiveMinimum: 0, description: 'the latency the percentile must stay at or below, in µs' }),
+    windows: Type.Array(Duration('a window'), { minItems: 1, uniqueItems: true }),
+  },
+  strict,
+);
+
+export const SloConfig = Type.Object(
+  {
+    evaluationInterval: Duration('how often the SLOs are evaluated'),
+    objectives: Type.Array(SloObjectiveConfig),
+  },
+  strict,
+);
+
 export const GatewayConfig = Type.Object(
   {
     backend: BackendConfig,
@@ -95,9 +120,15 @@ export const GatewayConfig = Type.Object(
     control: ControlConfig,
     log: LogConfig,
     state: StateConfig,
+    slo: SloConfig,
+    // The feed's own schema (src/feed/config.ts), with its defaults: an empty
+    // `feeds:` block is the embedded default (one channel, synthetic source).
+    feeds: FeedsConfig,
   },
   strict,
 );
 
 export type GatewayConfig = Static<typeof GatewayConfig>;
 export type IdleStrategy = Static<typeof IdleStrategy>;
+export type SloConfig = Static<typeof SloConfig>;
+export type SloObjectiveConfig = Static<typeof SloObjectiveConfig>;

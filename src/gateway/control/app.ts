@@ -1,12 +1,18 @@
 // The Fastify control plane. Each capability is a plugin registered here;
-// /healthz, /readyz and /metrics are open (the plane binds to loopback by
-// default and Prometheus must scrape), everything under /v1 needs a token.
+// /healthz, /readyz, /metrics and the status page's HTML shell at / are open
+// (the plane binds to loopback by default and Prometheus must scrape), everything
+// under /v1 needs a token: GET needs read, anything else admin.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import { deviceRoutes } from './routes/device.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { qpRoutes } from './routes/qps.js';
+import { sloRoutes } from './routes/slo.js';
+import { logLevelRoutes } from './routes/log-level.js';
+import { extensionRoutes } from './routes/extensions.js';
+import { statusPageRoutes, statusRoutes } from './routes/status.js';
 import type { GatewayState } from '../state.js';
 
 export interface ControlPlaneOptions {
@@ -24,17 +30,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   });
   const store = new TokenStore(options.tokens);
-
-  await app.register(healthRoutes, { state: options.state });
-  await app.register(metricsRoutes, { state: options.state });
-  await app.register(
-    async (v1) => {
-      v1.addHook('onRequest', requireToken(store));
-      await v1.register(deviceRoutes, { state: options.state });
-    },
-    { prefix: '/v1' },
-  );
-
+  // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url}` });
   });
@@ -46,5 +42,22 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
       message: status >= 500 ? 'internal error; see the gateway log' : error.message,
     });
   });
+
+  await app.register(healthRoutes, { state: options.state });
+  await app.register(metricsRoutes, { state: options.state });
+  await app.register(statusPageRoutes);
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', requireToken(store));
+      await v1.register(deviceRoutes, { state: options.state });
+      await v1.register(qpRoutes, { state: options.state });
+      await v1.register(sloRoutes, { state: options.state });
+      await v1.register(logLevelRoutes, { state: options.state });
+      await v1.register(statusRoutes, { state: options.state });
+      await v1.register(extensionRoutes, { state: options.state });
+    },
+    { prefix: '/v1' },
+  );
+
   return app;
 }

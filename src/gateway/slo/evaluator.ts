@@ -13,7 +13,7 @@
 //   burn rate  (events slower than T / events) ÷ (1 − p/100): 1 spends the
 //              error budget exactly over the window, above 1 faster. Alerts
 //              use this (multi-window burn-rate alerts, config/prometheus).
-import { LatencyCounts } from '../metrics/latency-counts.js';
+import { LatencyCounts } from '../../native/latency-counts.js';
 
 export interface SloObjective {
   name: string;

@@ -332,12 +332,20 @@ bool UdpNet::transmit(const TxPacket& packet) {
     counters_.tx_errors.inc();  // a QP bug; refusing it would stall the QP forever
     return true;
   }
-  if (tx_count_ == tx_.size()) {
-    flush();
-    if (tx_count_ == tx_.size()) {
-      counters_.tx_queue_full.inc();
-      return false;
-    }
+  if (tx_dice_.active() || !tx_held_.empty()) return transmit_faulty(packet);
+  return enqueue(packet, nullptr);
+}
+
+bool UdpNet::has_room() {
+  if (tx_count_ < tx_.size()) return true;
+  flush();
+  return tx_count_ < tx_.size();
+}
+
+bool UdpNet::enqueue(const TxPacket& packet, const FaultDecision* corruption) {
+  if (!has_room()) {
+    counters_.tx_queue_full.inc();
+    return false;
   }
   TxSlot& slot = tx_[tx_count_++];
   slot.fd = tx_socket_for(packet.flow.src_port);
@@ -355,7 +363,89 @@ bool UdpNet::transmit(const TxPacket& packet) {
     wire::icrc_store(std::span<std::uint8_t>(slot.bytes.data(), slot.length), real);
     counters_.tx_icrc_resealed.inc();
   }
+  if (corruption != nullptr) corruption->corrupt(std::span<std::uint8_t>(slot.bytes.data(), slot.length));
   return true;
+}
+
+// ---------------------------------------------------------------- faults (tests)
+void UdpNet::set_faults(const FaultPlan& plan) {
+  fault_plan_ = plan;
+  tx_dice_.configure(plan, plan.tx, plan.seed, &fault_counters_.tx);
+  rx_dice_.configure(plan, plan.rx, plan.seed ^ 0x5bd1e9955bd1e995ULL, &fault_counters_.rx);
+}
+
+std::int64_t UdpNet::next_fault_release_ns() const { return std::min(tx_held_.next_due(), rx_held_.next_due()); }
+
+bool UdpNet::transmit_faulty(const TxPacket& packet) {
+  // Room first: a packet refused for back-pressure comes back, and must not
+  // be rolled for twice.
+  if (!has_room()) {
+    counters_.tx_queue_full.inc();
+    return false;
+  }
+  const std::int64_t now = monotonic_now_ns();
+  release_tx_held(now);
+  const FaultDecision d = tx_dice_.roll(packet.roce);
+  if (d.drop) return true;
+  const auto requeue = [this](std::span<std::uint8_t> bytes, const TxHeldMeta& m) {
+    TxPacket p;
+    p.flow = m.flow;
+    p.traffic_class = m.traffic_class;
+    p.hop_limit = m.hop_limit;
+    p.roce = bytes;
+    // Never flush from here (flush releases held packets): no room, stay held.
+    return tx_count_ < tx_.size() && enqueue(p, &m.corruption);
+  };
+  if (d.hold != FaultDecision::Hold::NONE) {
+    const bool reorder = d.hold == FaultDecision::Hold::REORDER;
+    const std::int64_t due = now + (reorder ? fault_plan_.reorder_max_hold_ns : fault_plan_.delay_ns);
+    const TxHeldMeta meta{packet.flow, packet.traffic_class, packet.hop_limit, d};
+    tx_held_.hold(packet.roce, meta, due, reorder ? std::max<std::uint32_t>(1, fault_plan_.reorder_distance) : 0);
+    if (d.duplicate) enqueue(packet, &d);  // one copy now, the other later
+    return true;
+  }
+  if (!enqueue(packet, &d)) return false;  // cannot happen: room was made above
+  if (d.duplicate) enqueue(packet, &d);    // skipped when the queue is full
+  tx_held_.passed(requeue);
+  return true;
+}
+
+void UdpNet::release_tx_held(std::int64_t now_ns) {
+  if (tx_held_.empty()) return;
+  tx_held_.release_due(now_ns, [this](std::span<std::uint8_t> bytes, const TxHeldMeta& m) {
+    TxPacket p;
+    p.flow = m.flow;
+    p.traffic_class = m.traffic_class;
+    p.hop_limit = m.hop_limit;
+    p.roce = bytes;
+    // Never flush from here (flush releases held packets): no room, stay held.
+    return tx_count_ < tx_.size() && enqueue(p, &m.corruption);
+  });
+}
+
+void UdpNet::deliver_rx(std::span<std::uint8_t> bytes, const RxMeta& meta, const RxHandler& fn) {
+  if (!rx_dice_.active()) {
+    fn(bytes, meta);
+  } else {
+    const FaultDecision d = rx_dice_.roll(bytes);
+    if (d.drop) return;
+    d.corrupt(bytes);
+    if (d.hold != FaultDecision::Hold::NONE) {
+      const bool reorder = d.hold == FaultDecision::Hold::REORDER;
+      const std::int64_t due = meta.rx_ns + (reorder ? fault_plan_.reorder_max_hold_ns : fault_plan_.delay_ns);
+      rx_held_.hold(bytes, meta, due, reorder ? std::max<std::uint32_t>(1, fault_plan_.reorder_distance) : 0);
+      if (d.duplicate) fn(bytes, meta);
+      return;
+    }
+    fn(bytes, meta);
+    if (d.duplicate) fn(bytes, meta);
+  }
+  if (!rx_held_.empty()) {
+    rx_held_.passed([&fn](std::span<std::uint8_t> held, const RxMeta& m) {
+      fn(held, m);
+      return true;
+    });
+  }
 }
 
 // Sends tx_[first, first+count), all for `fd`. Returns how many are done
@@ -402,6 +492,7 @@ int UdpNet::flush_socket(int fd, std::size_t first, std::size_t count) {
 }
 
 int UdpNet::flush() {
+  if (!tx_held_.empty()) release_tx_held(monotonic_now_ns());
   if (tx_count_ == 0) return 0;
   int sent_total = 0;
   std::size_t i = 0;
@@ -478,15 +569,23 @@ int UdpNet::receive_from(int fd, const wire::IpAddress* group, const RxHandler& 
         meta.hop_limit = static_cast<std::uint8_t>(ttl);
       }
     }
-    fn(std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(b.iov[static_cast<std::size_t>(i)].iov_base),
-                                     m.msg_len),
-       meta);
+    deliver_rx(std::span<std::uint8_t>(static_cast<std::uint8_t*>(b.iov[static_cast<std::size_t>(i)].iov_base),
+                                       m.msg_len),
+               meta, fn);
   }
   return n;
 }
 
 int UdpNet::receive(const RxHandler& fn) {
-  int total = receive_from(unicast_fd_, nullptr, fn);
+  int total = 0;
+  if (!rx_held_.empty()) {
+    rx_held_.release_due(monotonic_now_ns(), [&](std::span<std::uint8_t> held, const RxMeta& m) {
+      fn(held, m);
+      ++total;
+      return true;
+    });
+  }
+  total += receive_from(unicast_fd_, nullptr, fn);
   for (auto& [group_be, g] : groups_) {
     const wire::IpAddress group = ipv4_from_be(group_be);
     total += receive_from(g.fd, &group, fn);

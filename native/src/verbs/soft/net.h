@@ -35,6 +35,11 @@
 // once per duty cycle; transmit() flushes early when the queue is full).
 // receive() reads up to a batch per socket with recvmmsg.
 //
+// Faults (fault.h, for tests only): set_faults() puts the fault injector
+// between the QPs and the sockets, tx in transmit(), rx in receive(); held
+// (delayed/reordered) packets are released by flush() and receive(), at
+// the latest by next_fault_release_ns().
+//
 // One thread (the engine's) uses it; nothing here locks.
 #pragma once
 
@@ -51,6 +56,7 @@
 #include <vector>
 
 #include "verbs/error.h"
+#include "verbs/soft/fault.h"
 #include "verbs/soft/ingress_counters.h"
 #include "verbs/soft/transport.h"
 #include "wire/ip_udp.h"
@@ -130,7 +136,7 @@ struct NetCounters {
 };
 
 // Told when a receive socket appears or goes, so the engine's parker can
-// wait on it (AgentContext::add_fd / remove_fd).
+// wait on it (the driver forwards it to its PollRegistry).
 class FdObserver {
  public:
   virtual ~FdObserver() = default;
@@ -174,6 +180,14 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   std::vector<int> receive_fds() const;
   void set_fd_observer(FdObserver* observer) { observer_ = observer; }
 
+  // The fault injector, FOR TESTS (fault.h). A plan replaces the previous
+  // one (a default FaultPlan turns it off); packets already held are still
+  // released on time.
+  void set_faults(const FaultPlan& plan);
+  const FaultCounters& fault_counters() const { return fault_counters_; }
+  // When the next held packet is due (0: now), or INT64_MAX.
+  std::int64_t next_fault_release_ns() const;
+
   const wire::IpAddress& address() const { return config_.address; }
   const NetReport& report() const { return report_; }
   const NetCounters& counters() const { return counters_; }
@@ -187,6 +201,18 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   int flush_socket(int fd, std::size_t first, std::size_t count);
   int receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn);
   void probe_ipv4_id();
+  // What a held transmit packet needs to be queued later.
+  struct TxHeldMeta {
+    wire::UdpFlow flow;
+    std::uint8_t traffic_class = 0;
+    std::uint8_t hop_limit = 64;
+    FaultDecision corruption;  // applied in the queue, after any re-seal
+  };
+  bool transmit_faulty(const TxPacket& packet);
+  bool enqueue(const TxPacket& packet, const FaultDecision* corruption);
+  bool has_room();
+  void release_tx_held(std::int64_t now_ns);
+  void deliver_rx(std::span<std::uint8_t> bytes, const RxMeta& meta, const RxHandler& fn);
 
   NetConfig config_;
   NetReport report_;
@@ -203,6 +229,12 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   std::vector<TxSlot> tx_;
   std::size_t tx_count_ = 0;
   std::unique_ptr<RxBatch> rx_;
+  FaultPlan fault_plan_;
+  FaultCounters fault_counters_;
+  FaultDice tx_dice_;
+  FaultDice rx_dice_;
+  FaultHold<TxHeldMeta> tx_held_;
+  FaultHold<RxMeta> rx_held_;
 };
 
 // The errno's symbolic name for any errno ("EADDRINUSE"), from glibc's

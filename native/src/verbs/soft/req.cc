@@ -75,6 +75,7 @@ void Requester::clear() {
 
 void Requester::start(std::uint32_t sq_psn) {
   next_psn_ = sq_psn & wire::kPsnMask;
+  sent_psn_ = next_psn_;
   noack_pkts_ = 0;
 }
 
@@ -116,7 +117,7 @@ int Requester::run(std::int64_t now_ns) {
 void Requester::go_back(std::uint32_t psn) {
   noack_pkts_ = 0;
   resending_ = true;
-  resend_until_ = next_psn_;
+  resend_until_ = sent_psn_;  // what went out before; packets never sent are not resends
   for (std::uint32_t i = 0; i < wqes_.size(); ++i) {
     const WqeTxState& st = wqes_[i];
     if (!st.started) {
@@ -313,8 +314,13 @@ Requester::Step Requester::send_one(std::int64_t now_ns) {
       st.rd_atomic = true;
       ++rd_atomic_;
     }
-  } else if (rc) {
-    qp_.counters_.retransmitted_pkts.inc();
+  }
+  if (rc) {
+    // A retransmission is a PSN sent before (the later packets of a
+    // message are not: they go out for the first time).
+    if (wire::psn_before(psn, sent_psn_)) qp_.counters_.retransmitted_pkts.inc();
+    const std::uint32_t high = w->opcode == WrOpcode::RDMA_READ ? wire::psn_add(st.last_psn, 1) : wire::psn_add(psn, 1);
+    if (wire::psn_after(high, sent_psn_)) sent_psn_ = high;
   }
   if (qp_.type_ != QpType::RC) {
     // UC/UD: PSNs still advance per packet (the receiver of UC checks them).

@@ -73,8 +73,9 @@ class Requester {
   std::uint32_t noack_pkts_ = 0;
   std::uint32_t rd_atomic_ = 0;
   bool error_stop_ = false;
-  bool resending_ = false;     // between go_back and catching up with next_psn_
+  bool resending_ = false;     // between go_back and catching up with sent_psn_
   std::uint32_t resend_until_ = 0;
+  std::uint32_t sent_psn_ = 0; // after the highest PSN ever transmitted (a READ request covers its response PSNs)
   std::vector<std::uint8_t> payload_;
 };
 

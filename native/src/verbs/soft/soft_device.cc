@@ -14,7 +14,7 @@
 
 #include "verbs/soft/cq_ring.h"
 #include "verbs/soft/key_gen.h"
-#include "verbs/soft/soft_device_agent.h"
+#include "verbs/soft/soft_device_driver.h"
 #include "verbs/soft/soft_qp.h"
 #include "verbs/soft/srq.h"
 #include "verbs/soft/work_queue.h"
@@ -50,7 +50,7 @@ struct DeviceCore {
     if (!mtu_for_ip_mtu(iface.mtu, &active_mtu)) active_mtu = Mtu::MTU_256;
   }
   ~DeviceCore() {
-    if (agent != nullptr) agent->detach(this);
+    if (driver != nullptr) driver->detach(this);
   }
   DeviceCore(const DeviceCore&) = delete;
   DeviceCore& operator=(const DeviceCore&) = delete;
@@ -74,6 +74,7 @@ struct DeviceCore {
       earliest = std::min(earliest, qp->next_deadline_ns());
     }
     work += net->flush();
+    earliest = std::min(earliest, net->next_fault_release_ns());  // held by the fault injector (tests)
     if (deadline != nullptr) *deadline = earliest;
     return work;
   }
@@ -95,7 +96,7 @@ struct DeviceCore {
   std::uint32_t cq_count = 0;
   std::uint32_t srq_count = 0;
   std::uint32_t ah_count = 0;
-  SoftDeviceAgent* agent = nullptr;
+  SoftDeviceDriver* driver = nullptr;
 };
 
 namespace {
@@ -482,6 +483,8 @@ int SoftDevice::do_work(std::int64_t now_ns, std::int64_t* next_deadline_ns) {
 }
 
 std::vector<int> SoftDevice::receive_fds() const { return core_->net->receive_fds(); }
+void SoftDevice::inject_faults(const FaultPlan& plan) { core_->net->set_faults(plan); }
+const FaultCounters& SoftDevice::fault_counters() const { return core_->net->fault_counters(); }
 const NetReport& SoftDevice::net_report() const { return core_->net->report(); }
 const NetCounters& SoftDevice::net_counters() const { return core_->net->counters(); }
 const IngressCounters& SoftDevice::ingress_counters() const { return core_->ingress.counters(); }
@@ -508,68 +511,68 @@ const SoftQp* as_soft_qp(const QueuePair& qp) {
   return o == nullptr ? nullptr : &o->soft();
 }
 
-// ---------------------------------------------------------------- agent
-SoftDeviceAgent::~SoftDeviceAgent() {
+// ---------------------------------------------------------------- driver
+SoftDeviceDriver::~SoftDeviceDriver() {
   for (DeviceCore* core : cores_) {
-    core->agent = nullptr;
+    core->driver = nullptr;
     core->net->set_fd_observer(nullptr);
   }
 }
 
-Status SoftDeviceAgent::attach(SoftDevice& device) {
+void SoftDeviceDriver::set_registry(PollRegistry* registry) {
+  registry_ = registry;
+  if (registry_ == nullptr) return;
+  for (DeviceCore* core : cores_) {
+    for (int fd : core->net->receive_fds()) registry_->add_fd(fd);
+  }
+}
+
+Status SoftDeviceDriver::attach(SoftDevice& device) {
   DeviceCore* core = device.core().get();
-  if (core->agent != nullptr) {
+  if (core->driver != nullptr) {
     return Error{EBUSY, "soft device " + core->name + " is already driven by an engine"};
   }
-  core->agent = this;
+  core->driver = this;
   core->net->set_fd_observer(this);
   cores_.push_back(core);
-  if (context_ != nullptr) {
-    for (int fd : core->net->receive_fds()) context_->add_fd(fd, EPOLLIN);
+  if (registry_ != nullptr) {
+    for (int fd : core->net->receive_fds()) registry_->add_fd(fd);
   }
   return {};
 }
 
-void SoftDeviceAgent::detach(DeviceCore* core) {
+void SoftDeviceDriver::detach(DeviceCore* core) {
   auto it = std::find(cores_.begin(), cores_.end(), core);
   if (it == cores_.end()) return;
-  if (context_ != nullptr) {
-    for (int fd : core->net->receive_fds()) context_->remove_fd(fd);
+  if (registry_ != nullptr) {
+    for (int fd : core->net->receive_fds()) registry_->remove_fd(fd);
   }
   core->net->set_fd_observer(nullptr);
-  core->agent = nullptr;
+  core->driver = nullptr;
   cores_.erase(it);
 }
 
-void SoftDeviceAgent::on_start(engine::AgentContext& context) {
-  context_ = &context;
-  for (DeviceCore* core : cores_) {
-    for (int fd : core->net->receive_fds()) context_->add_fd(fd, EPOLLIN);
-  }
+void SoftDeviceDriver::fd_added(int fd) {
+  if (registry_ != nullptr) registry_->add_fd(fd);
 }
 
-void SoftDeviceAgent::on_close() { context_ = nullptr; }  // the parker (and its epoll set) goes with the engine
-
-void SoftDeviceAgent::fd_added(int fd) {
-  if (context_ != nullptr) context_->add_fd(fd, EPOLLIN);
+void SoftDeviceDriver::fd_removed(int fd) {
+  if (registry_ != nullptr) registry_->remove_fd(fd);
 }
 
-void SoftDeviceAgent::fd_removed(int fd) {
-  if (context_ != nullptr) context_->remove_fd(fd);
-}
-
-int SoftDeviceAgent::do_work(std::uint64_t now_ns) {
+int SoftDeviceDriver::do_work(std::int64_t now_ns, std::int64_t* next_deadline_ns) {
   int work = 0;
   std::int64_t earliest = kNoDeadline;
   for (DeviceCore* core : cores_) {
     std::int64_t deadline = kNoDeadline;
-    work += core->do_work(static_cast<std::int64_t>(now_ns), &deadline);
+    work += core->do_work(now_ns, &deadline);
     earliest = std::min(earliest, deadline);
   }
-  if (earliest != kNoDeadline && context_ != nullptr) {
-    last_deadline_ns_ = static_cast<std::uint64_t>(std::max<std::int64_t>(earliest, 1));
-    context_->arm_deadline(last_deadline_ns_);
+  if (earliest != kNoDeadline) {
+    last_deadline_ns_ = std::max<std::int64_t>(earliest, 1);
+    if (registry_ != nullptr) registry_->arm_deadline(last_deadline_ns_);
   }
+  if (next_deadline_ns != nullptr) *next_deadline_ns = earliest;
   return work;
 }
 

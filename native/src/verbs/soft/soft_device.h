@@ -10,13 +10,14 @@
 //
 // Ownership: every object keeps alive what it was made from (a QP keeps its
 // PD, CQs, SRQ and the device core), so they may be destroyed in any order.
-// Threads: all of it belongs to the engine thread that runs the device's
-// agent (soft_device_agent.h); the control plane reaches it through
+// Threads: all of it belongs to the one thread that drives it: the engine
+// thread, whose agent (engine/soft_device_agent.h) runs the device's driver
+// (soft_device_driver.h); the control plane reaches it through
 // Engine::run_on_engine. Nothing here locks.
 //
 // Driving: do_work(now) is one duty cycle — read a batch from the sockets
 // through the ingress to the QPs, run every QP's do_work, flush the transmit
-// batch — and reports the earliest protocol deadline of its QPs. The agent
+// batch — and reports the earliest protocol deadline of its QPs. The driver
 // calls it; tests may call it directly without an engine.
 //
 // Addressing: GID index 0 is the IPv4-mapped GID ::ffff:a.b.c.d of the
@@ -36,6 +37,7 @@
 
 #include "verbs/device.h"
 #include "verbs/soft/async_queue.h"
+#include "verbs/soft/fault.h"
 #include "verbs/soft/mcast_table.h"
 #include "verbs/soft/mr_table.h"
 #include "verbs/soft/net.h"
@@ -45,7 +47,6 @@
 namespace qpgate::verbs::soft {
 
 class SoftQp;
-class SoftDeviceAgent;
 
 struct SoftDeviceOptions {
   // An IPv4 address ("127.0.0.2") or an interface name ("eth0", "lo": its
@@ -98,6 +99,13 @@ class SoftDevice final : public Device {
   int do_work(std::int64_t now_ns, std::int64_t* next_deadline_ns = nullptr);
   // Receive fds (unicast + groups) for the engine's parker.
   std::vector<int> receive_fds() const;
+
+  // FOR TESTS ONLY: the fault injector between this device's QPs and its
+  // sockets (fault.h). Off until called; a default FaultPlan turns it off
+  // again. No configuration reaches it (src/native/testing/faults.ts is
+  // its JS door). Engine thread.
+  void inject_faults(const FaultPlan& plan);
+  const FaultCounters& fault_counters() const;
 
   const NetReport& net_report() const;
   const NetCounters& net_counters() const;

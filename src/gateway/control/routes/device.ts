@@ -1,20 +1,45 @@
 // GET /v1/device: what `ibv_devinfo` and `ibstat` would tell about the
-// gateway's device, plus where the engine thread runs and why.
+// gateway's device (ports, port state, GIDs, MTU, limits), plus where the
+// engine thread runs and why, how the device receives (net report) and its
+// socket, wire and ingress counters.
 import type { FastifyInstance } from 'fastify';
 import { loadAddon } from '../../../native/addon.js';
 import type { GatewayState } from '../../state.js';
+import { describeDevice } from '../../device/device.js';
 
-export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
-  const { state } = opts;
-  app.get('/device', async () => ({
+export function deviceReport(state: GatewayState) {
+  const placement = state.engine.placement();
+  const device = state.device;
+  return {
     backend: state.config.backend.kind,
     device: state.config.backend.device,
     address: state.config.backend.address,
     features: loadAddon().features,
+    rdma: describeDevice(device),
+    numaNode: placement.numaNode,
     engine: {
       running: state.engine.running,
-      placement: state.engine.placement(),
+      placement,
+      // One engine thread today; a list so per-feed engines can join it.
+      threads: [
+        {
+          role: 'engine',
+          tid: placement.tid,
+          cpu: placement.cpu,
+          affinity: placement.affinity,
+          pinned: placement.pinned,
+          numaNode: placement.numaNode,
+          idleStrategy: placement.idleStrategy,
+          idleReason: placement.idleReason,
+        },
+      ],
       stats: state.engine.stats(),
     },
-  }));
+    net: device?.netReport() ?? null,
+    counters: device?.counters() ?? null,
+  };
+}
+
+export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
+  app.get('/device', async () => deviceReport(opts.state));
 }

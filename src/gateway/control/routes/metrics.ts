@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
+import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
 
 export function createRegistry(state: GatewayState): Registry {
   const registry = new Registry();
@@ -70,7 +71,175 @@ export function createRegistry(state: GatewayState): Registry {
       this.set(state.engine.running ? 1 : 0);
     },
   });
+  deviceMetrics(registry, state);
+  qpMetrics(registry, state);
+  state.latency.exportTo(registry);
+  state.slo.exportTo(registry);
   return registry;
+}
+
+// Device counters by family. Names the native side adds later land in the
+// generic families (drops by reason, net events), so nothing is lost.
+const WIRE_OK = new Set(['accepted', 'cnp']);
+const INGRESS_OK = new Set(['delivered', 'icrc_unverifiable', 'cnp_ignored']);
+const NET_DIRECTIONAL = ['packets', 'bytes', 'syscalls', 'errors'];
+
+function deviceMetrics(registry: Registry, state: GatewayState): void {
+  const counters = () => state.device?.counters();
+  const counter = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    fill: (inc: (labels: Record<string, string>, v: number) => void, c: NonNullable<ReturnType<typeof counters>>) => void,
+  ): void => {
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const c = counters();
+        if (c) fill((labels, v) => this.inc(labels, v), c);
+      },
+    });
+  };
+  for (const what of NET_DIRECTIONAL) {
+    counter(`qpgate_net_${what}_total`, `Device socket ${what} by direction (tx, rx).`, ['direction'], (inc, c) => {
+      for (const dir of ['tx', 'rx']) {
+        const v = c.net[`${dir}_${what}`];
+        if (v !== undefined) inc({ direction: dir }, v);
+      }
+    });
+  }
+  counter('qpgate_net_events_total', 'Other device socket events (tx_queue_full, tx_sport_fallback, rx_truncated, rx_not_ipv4...).', ['event'], (inc, c) => {
+    for (const [k, v] of Object.entries(c.net)) {
+      const m = /^(tx|rx)_(.*)$/.exec(k);
+      if (k === 'tx_sockets' || (m && NET_DIRECTIONAL.includes(m[2]!))) continue;
+      inc({ event: k }, v);
+    }
+  });
+  new Gauge({
+    name: 'qpgate_net_tx_sockets',
+    help: 'Sockets the device sends from (one per RoCEv2 source port in use).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const c = counters();
+      if (c?.net['tx_sockets'] !== undefined) this.set(c.net['tx_sockets']);
+    },
+  });
+  counter('qpgate_wire_accepted_packets_total', 'Datagrams that decoded as RoCEv2 with a good ICRC.', [], (inc, c) => inc({}, c.wire['accepted'] ?? 0));
+  counter('qpgate_wire_cnp_packets_total', 'Congestion notification packets received.', [], (inc, c) => inc({}, c.wire['cnp'] ?? 0));
+  counter('qpgate_ingress_delivered_packets_total', 'Packets handed to a QP (a multicast packet once per attached QP).', [], (inc, c) =>
+    inc({}, c.ingress['delivered'] ?? 0),
+  );
+  counter(
+    'qpgate_ingress_icrc_unverifiable_packets_total',
+    'Packets accepted although their ICRC could not be verified (icrcPolicy count-unverifiable).',
+    [],
+    (inc, c) => inc({}, c.ingress['icrc_unverifiable'] ?? 0),
+  );
+  counter(
+    'qpgate_packet_drops_total',
+    'Packets dropped, by stage (wire: decode and ICRC; ingress: QP lookup and checks) and reason (icrc_mismatch, bad_qkey, unknown_opcode, ...).',
+    ['stage', 'reason'],
+    (inc, c) => {
+      for (const [k, v] of Object.entries(c.wire)) if (!WIRE_OK.has(k)) inc({ stage: 'wire', reason: k }, v);
+      for (const [k, v] of Object.entries(c.ingress)) if (!INGRESS_OK.has(k)) inc({ stage: 'ingress', reason: k }, v);
+    },
+  );
+  new Gauge({
+    name: 'qpgate_device_port_active',
+    help: '1 while the device port is PORT_ACTIVE.',
+    labelNames: ['device', 'port'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const d = state.device;
+      if (d) this.set({ device: d.name, port: '1' }, d.queryPort(1).state === 'PORT_ACTIVE' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'qpgate_device_info',
+    help: 'The open device (value 1): backend, name, GID and active MTU as labels.',
+    labelNames: ['backend', 'device', 'gid', 'active_mtu'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const d = state.device;
+      if (d) this.set({ backend: d.backend, device: d.name, gid: d.gid, active_mtu: String(d.queryPort(1).activeMtu) }, 1);
+    },
+  });
+}
+
+export const QP_STATES = ['RESET', 'INIT', 'RTR', 'RTS', 'SQD', 'SQE', 'ERR'] as const;
+
+// Per-QP series carry a `qpn` label only while the QP exists: every family is
+// reset and refilled from the registry on each scrape.
+function qpMetrics(registry: Registry, state: GatewayState): void {
+  // One query per QP per scrape, shared by the families below: qpgate_qps is
+  // registered (so collected) first and takes the snapshot the rest read.
+  let views: QpView[] = [];
+  const list = (): QpView[] => views;
+  new Gauge({
+    name: 'qpgate_qps',
+    help: 'Queue pairs by type and state.',
+    labelNames: ['type', 'state'],
+    registers: [registry],
+    collect() {
+      views = state.qps.list();
+      this.reset();
+      const n = new Map<string, number>();
+      for (const q of list()) n.set(`${q.type}/${q.state}`, (n.get(`${q.type}/${q.state}`) ?? 0) + 1);
+      for (const [k, v] of n) {
+        const [type, st] = k.split('/') as [string, string];
+        this.set({ type, state: st }, v);
+      }
+    },
+  });
+  new Gauge({
+    name: 'qpgate_qp_state',
+    help: 'QP state as a number (RESET 0, INIT 1, RTR 2, RTS 3, SQD 4, SQE 5, ERR 6); the name is the state label.',
+    labelNames: ['qpn', 'type', 'owner', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const q of list()) this.set({ qpn: String(q.qpn), type: q.type, owner: q.owner, state: q.state }, QP_STATES.indexOf(q.state as never));
+    },
+  });
+  const qpCounter = (name: string, help: string, labelNames: string[], fill: (q: QpView, inc: (l: Record<string, string>, v: number) => void) => void) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['qpn', ...labelNames],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const q of list()) fill(q, (l, v) => this.inc({ qpn: String(q.qpn), ...l }, v));
+      },
+    });
+  qpCounter('qpgate_qp_packets_total', 'Packets sent and received by the QP.', ['direction'], (q, inc) => {
+    inc({ direction: 'tx' }, q.packets.sent);
+    inc({ direction: 'rx' }, q.packets.received);
+  });
+  qpCounter('qpgate_qp_retransmitted_packets_total', 'Request packets sent again by go-back-N.', [], (q, inc) => inc({}, q.retransmits.packets));
+  qpCounter('qpgate_qp_retransmissions_total', 'Go-back-N retransmission rounds started.', [], (q, inc) => inc({}, q.retransmits.rounds));
+  qpCounter('qpgate_qp_timeouts_total', 'Local ACK timeouts that fired.', [], (q, inc) => inc({}, q.timeouts));
+  qpCounter('qpgate_qp_retry_exceeded_total', 'Work requests failed with retry or RNR retry exhausted.', ['kind'], (q, inc) => {
+    inc({ kind: 'retry' }, q.retryExceeded);
+    inc({ kind: 'rnr' }, q.rnrRetryExceeded);
+  });
+  qpCounter('qpgate_qp_naks_received_total', 'NAKs received, by code (psn_seq_err, inv_req, rem_access, rem_op, other).', ['code'], (q, inc) => {
+    for (const code of NAK_CODES) inc({ code }, q.naksReceived[code]);
+  });
+  qpCounter('qpgate_qp_naks_sent_total', 'NAKs sent, by code.', ['code'], (q, inc) => {
+    for (const code of NAK_CODES) if (code !== 'other') inc({ code }, q.naksSent[code]);
+  });
+  qpCounter('qpgate_qp_rnr_naks_total', 'RNR NAKs, by direction (received: the peer had no receive WQE; sent: we had none).', ['direction'], (q, inc) => {
+    inc({ direction: 'received' }, q.rnrNaks.received);
+    inc({ direction: 'sent' }, q.rnrNaks.sent);
+  });
 }
 
 export async function metricsRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {

@@ -1,0 +1,359 @@
+#include "feed_wrap.h"
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine_wrap.h"
+#include "feed/feed_agent.h"
+#include "feed/feed_records.h"
+#include "verbs/gid.h"
+#include "verbs_convert.h"
+
+namespace qpgate::addon {
+namespace {
+
+using EnginePtr = std::shared_ptr<engine::Engine>;
+
+std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  if (!v.IsString()) throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address string like '239.77.0.1'");
+  const std::string text = v.As<Napi::String>().Utf8Value();
+  const auto ip = verbs::ipv4_parse(text);
+  if (!ip || !verbs::ipv4_is_multicast(*ip)) {
+    throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address (224.0.0.0/4), got '" + text + "'");
+  }
+  return *ip;
+}
+
+bool has(const Napi::Object& o, const char* key) { return o.Has(key) && !o.Get(key).IsUndefined(); }
+
+Napi::Number num(Napi::Env env, std::uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
+
+Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) {
+  constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;
+  Napi::Float64Array out = Napi::Float64Array::New(env, n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<double>(h.count_at_index(i));
+  return out;
+}
+
+// What both handles share: the engine, its feed agent, the JS objects kept alive.
+struct Handle {
+  EnginePtr engine;
+  feed::FeedAgent* agent = nullptr;  // owned by the engine (its command agent)
+  std::uint32_t id = 0;
+  Napi::ObjectReference engine_js;
+  Napi::ObjectReference device_js;
+
+  void hold(const Napi::CallbackInfo& info) {
+    engine_js = Napi::Persistent(info[0].As<Napi::Object>());
+    device_js = Napi::Persistent(info[1].As<Napi::Object>());
+  }
+};
+
+struct Resolved {
+  EnginePtr engine;
+  feed::FeedAgent* agent = nullptr;
+  verbs::Device* device = nullptr;
+};
+
+Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, const char* what) {
+  Napi::Env env = info.Env();
+  EngineWrap* ew = EngineWrap::FromValue(info[0]);
+  if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
+  Resolved r;
+  r.engine = ew->engine();
+  r.device = device_of(info[1], *classes.verbs);
+  if (r.device == nullptr) {
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open SoftDevice from verbs.openDevice()");
+  }
+  if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
+  if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
+  r.engine->run_on_engine([&] { r.agent = feed::FeedAgent::of_current_engine(); });
+  if (r.agent == nullptr) throw Napi::Error::New(env, std::string(what) + ": this engine has no feed agent (made before the addon registered it?)");
+  return r;
+}
+
+Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* what) {
+  Napi::Value v = config.Get("channels");
+  if (!v.IsArray() || v.As<Napi::Array>().Length() == 0) {
+    throw Napi::TypeError::New(env, std::string(what) + ": config.channels must be a non-empty array");
+  }
+  return v.As<Napi::Array>();
+}
+
+// ---------------------------------------------------------------- publisher
+class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "FeedPublisher",
+                       {InstanceAccessor<&PublisherWrap::Id>("id"), InstanceAccessor<&PublisherWrap::Session>("session"),
+                        InstanceMethod<&PublisherWrap::Stats>("stats"),
+                        InstanceMethod<&PublisherWrap::LatencyCounts>("latencyCounts"),
+                        InstanceMethod<&PublisherWrap::SetLineMask>("setLineMask"),
+                        InstanceMethod<&PublisherWrap::Close>("close")});
+  }
+  explicit PublisherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PublisherWrap>(info) {}
+  ~PublisherWrap() override { release(); }
+
+  void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
+    h_.engine = r.engine;
+    h_.agent = r.agent;
+    h_.id = id;
+    h_.hold(info);
+    stats_ = std::move(stats);
+  }
+
+ private:
+  void release() {
+    if (h_.id == 0) return;
+    const std::uint32_t id = h_.id;
+    h_.id = 0;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] { agent->remove_publisher(id); });
+  }
+  Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
+  Napi::Value Session(const Napi::CallbackInfo& info) { return num(info.Env(), stats_->session.get()); }
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const feed::PublisherStats& s = *stats_;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("session", num(env, s.session.get()));
+    o.Set("records", num(env, s.records.get()));
+    o.Set("rejectedRecords", num(env, s.rejected_records.get()));
+    o.Set("retries", num(env, s.retries.get()));
+    o.Set("postErrors", num(env, s.post_errors.get()));
+    o.Set("sendErrors", num(env, s.send_errors.get()));
+    o.Set("suppressed", num(env, s.suppressed.get()));
+    o.Set("publishLatencyCount", num(env, s.publish_latency.total()));
+    Napi::Array chans = Napi::Array::New(env, s.channels.size());
+    for (std::size_t i = 0; i < s.channels.size(); ++i) {
+      const feed::PublisherChannelCounters& c = s.channels[i];
+      Napi::Object co = Napi::Object::New(env);
+      co.Set("id", Napi::Number::New(env, c.id));
+      co.Set("frames", num(env, c.frames.get()));
+      co.Set("messages", num(env, c.messages.get()));
+      co.Set("bytes", num(env, c.bytes.get()));
+      co.Set("heartbeats", num(env, c.heartbeats.get()));
+      co.Set("nextSeq", num(env, c.next_seq.get()));
+      co.Set("ringFrames", num(env, c.ring_frames.get()));
+      co.Set("snapshotSlots", num(env, c.snapshot_slots.get()));
+      chans.Set(static_cast<std::uint32_t>(i), co);
+    }
+    o.Set("channels", chans);
+    return o;
+  }
+  Napi::Value LatencyCounts(const Napi::CallbackInfo& info) { return histogram_counts(info.Env(), stats_->publish_latency); }
+  Napi::Value SetLineMask(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t mask = to_u32(env, info[0], "publisher.setLineMask: mask", 3);
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] {
+      if (feed::Publisher* p = agent->publisher(id)) p->set_line_mask(static_cast<std::uint8_t>(mask));
+    });
+    return env.Undefined();
+  }
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+
+  Handle h_;
+  std::shared_ptr<feed::PublisherStats> stats_;
+};
+
+// createPublisher(engine, device, {channels: [{id, groupA, groupB?, frameSize?, heartbeatMs?,
+//   ring?: {frames?, bytes?}, snapshotSlots?}], sendSlots?, hopLimit?})
+Napi::Value CreatePublisher(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* classes = static_cast<FeedClasses*>(info.Data());
+  const Resolved r = resolve(info, *classes, "feed.createPublisher");
+  Napi::Object cfg = info[2].As<Napi::Object>();
+  feed::PublisherConfig pc;
+  Napi::Array chans = channels_of(env, cfg, "feed.createPublisher");
+  for (std::uint32_t i = 0; i < chans.Length(); ++i) {
+    const std::string where = "feed.createPublisher: channels[" + std::to_string(i) + "]";
+    if (!chans.Get(i).IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+    Napi::Object c = chans.Get(i).As<Napi::Object>();
+    feed::PublisherChannelConfig ch;
+    ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
+    ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
+    if (has(c, "groupB")) ch.group_b = group_of(env, c.Get("groupB"), where + ".groupB");
+    if (has(c, "frameSize")) ch.frame_bytes = to_u32(env, c.Get("frameSize"), where + ".frameSize", 4096);
+    if (has(c, "heartbeatMs")) ch.heartbeat_ns = std::uint64_t{to_u32(env, c.Get("heartbeatMs"), where + ".heartbeatMs", 3'600'000)} * 1'000'000;
+    if (has(c, "ring")) {
+      if (!c.Get("ring").IsObject()) throw Napi::TypeError::New(env, where + ".ring must be an object {frames, bytes}");
+      Napi::Object ring = c.Get("ring").As<Napi::Object>();
+      if (has(ring, "frames")) ch.ring.max_frames = to_u32(env, ring.Get("frames"), where + ".ring.frames", 1u << 24);
+      if (has(ring, "bytes")) ch.ring.max_bytes = to_u32(env, ring.Get("bytes"), where + ".ring.bytes", 1u << 31);
+    }
+    if (has(c, "snapshotSlots")) ch.snapshot.slot_count = to_u32(env, c.Get("snapshotSlots"), where + ".snapshotSlots", 1u << 22);
+    pc.channels.push_back(ch);
+  }
+  if (has(cfg, "sendSlots")) pc.send_slots = to_u32(env, cfg.Get("sendSlots"), "feed.createPublisher: sendSlots", 16384);
+  if (has(cfg, "hopLimit")) pc.hop_limit = static_cast<std::uint8_t>(to_u32(env, cfg.Get("hopLimit"), "feed.createPublisher: hopLimit", 255));
+  if (std::string e = feed::validate(pc); !e.empty()) throw Napi::TypeError::New(env, "feed.createPublisher: " + e);
+
+  verbs::Result<std::uint32_t> id = verbs::Error{};
+  std::shared_ptr<feed::PublisherStats> stats;
+  r.engine->run_on_engine([&] {
+    id = r.agent->add_publisher(*r.device, pc);
+    if (id.ok()) stats = r.agent->publisher(*id)->stats();
+  });
+  if (!id.ok()) throw verbs_error(env, id.error());
+  Napi::Object js = classes->publisher.New({});
+  PublisherWrap::Unwrap(js)->init(info, r, *id, std::move(stats));
+  return js;
+}
+
+// ---------------------------------------------------------------- subscriber
+class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "FeedSubscriber",
+                       {InstanceAccessor<&SubscriberWrap::Id>("id"), InstanceMethod<&SubscriberWrap::Stats>("stats"),
+                        InstanceMethod<&SubscriberWrap::LatencyCounts>("latencyCounts"),
+                        InstanceMethod<&SubscriberWrap::Close>("close")});
+  }
+  explicit SubscriberWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SubscriberWrap>(info) {}
+  ~SubscriberWrap() override { release(); }
+
+  void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats) {
+    h_.engine = r.engine;
+    h_.agent = r.agent;
+    h_.id = id;
+    h_.hold(info);
+    stats_ = std::move(stats);
+  }
+
+ private:
+  void release() {
+    if (h_.id == 0) return;
+    const std::uint32_t id = h_.id;
+    h_.id = 0;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] { agent->remove_subscriber(id); });
+  }
+  Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const feed::SubscriberStats& s = *stats_;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("received", num(env, s.received.get()));
+    o.Set("recvErrors", num(env, s.recv_errors.get()));
+    o.Set("unknownGroup", num(env, s.unknown_group.get()));
+    o.Set("snapshotFrames", num(env, s.snapshot_frames.get()));
+    o.Set("ringFullDrops", num(env, s.ring_full_drops.get()));
+    Napi::Array chans = Napi::Array::New(env, s.channels.size());
+    for (std::size_t i = 0; i < s.channels.size(); ++i) {
+      const feed::SubscriberChannelCounters& c = s.channels[i];
+      Napi::Object co = Napi::Object::New(env);
+      co.Set("id", Napi::Number::New(env, c.id));
+      co.Set("frames", num(env, c.frames.get()));
+      co.Set("messages", num(env, c.messages.get()));
+      co.Set("duplicates", num(env, c.duplicates.get()));
+      co.Set("gaps", num(env, c.gaps.get()));
+      co.Set("unrecoverable", num(env, c.unrecoverable.get()));
+      co.Set("recovered", num(env, 0));
+      co.Set("sessionChanges", num(env, c.session_changes.get()));
+      co.Set("session", num(env, c.session.get()));
+      co.Set("expected", num(env, c.expected.get()));
+      co.Set("heartbeats", num(env, c.heartbeats.get()));
+      co.Set("staleSession", num(env, c.stale_session.get()));
+      co.Set("lineAFrames", num(env, c.line_frames[0].get()));
+      co.Set("lineBFrames", num(env, c.line_frames[1].get()));
+      co.Set("latencyCount", num(env, c.latency.total()));
+      Napi::Object fe = Napi::Object::New(env);
+      std::uint64_t rejected = 0;
+      c.frame_counters.for_each([&](std::string_view name, std::uint64_t v) {
+        fe.Set(std::string(name), num(env, v));
+        if (name != "accepted" && name != "heartbeats") rejected += v;
+      });
+      co.Set("frameCounters", fe);
+      co.Set("rejectedFrames", num(env, rejected));
+      chans.Set(static_cast<std::uint32_t>(i), co);
+    }
+    o.Set("channels", chans);
+    return o;
+  }
+  Napi::Value LatencyCounts(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t i = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "subscriber.latencyCounts: channel index") : 0;
+    if (i >= stats_->channels.size()) throw Napi::RangeError::New(env, "subscriber.latencyCounts: no channel at index " + std::to_string(i));
+    return histogram_counts(env, stats_->channels[i].latency);
+  }
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+
+  Handle h_;
+  std::shared_ptr<feed::SubscriberStats> stats_;
+};
+
+// createSubscriber(engine, device, {channels: [{id, groupA, groupB?, holdFrames?, maxWaitUs?}],
+//   maxFrameSize?, recvSlots?})
+Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* classes = static_cast<FeedClasses*>(info.Data());
+  const Resolved r = resolve(info, *classes, "feed.createSubscriber");
+  Napi::Object cfg = info[2].As<Napi::Object>();
+  feed::SubscriberConfig sc;
+  Napi::Array chans = channels_of(env, cfg, "feed.createSubscriber");
+  for (std::uint32_t i = 0; i < chans.Length(); ++i) {
+    const std::string where = "feed.createSubscriber: channels[" + std::to_string(i) + "]";
+    if (!chans.Get(i).IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+    Napi::Object c = chans.Get(i).As<Napi::Object>();
+    feed::SubscriberChannelConfig ch;
+    ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
+    ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
+    if (has(c, "groupB")) ch.group_b = group_of(env, c.Get("groupB"), where + ".groupB");
+    if (has(c, "holdFrames")) ch.arbiter.window_frames = to_u32(env, c.Get("holdFrames"), where + ".holdFrames", 65536);
+    if (has(c, "maxWaitUs")) ch.arbiter.max_wait_ns = std::uint64_t{to_u32(env, c.Get("maxWaitUs"), where + ".maxWaitUs", 10'000'000)} * 1000;
+    sc.channels.push_back(ch);
+  }
+  if (has(cfg, "maxFrameSize")) sc.max_frame_bytes = to_u32(env, cfg.Get("maxFrameSize"), "feed.createSubscriber: maxFrameSize", 4096);
+  if (has(cfg, "recvSlots")) sc.recv_slots = to_u32(env, cfg.Get("recvSlots"), "feed.createSubscriber: recvSlots", 16384);
+  if (std::string e = feed::validate(sc); !e.empty()) throw Napi::TypeError::New(env, "feed.createSubscriber: " + e);
+
+  verbs::Result<std::uint32_t> id = verbs::Error{};
+  std::shared_ptr<feed::SubscriberStats> stats;
+  r.engine->run_on_engine([&] {
+    id = r.agent->add_subscriber(*r.device, sc);
+    if (id.ok()) stats = r.agent->subscriber(*id)->stats();
+  });
+  if (!id.ok()) throw verbs_error(env, id.error());
+  Napi::Object js = classes->subscriber.New({});
+  SubscriberWrap::Unwrap(js)->init(info, r, *id, std::move(stats));
+  return js;
+}
+
+Napi::Object record_layout(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("publishHeaderBytes", Napi::Number::New(env, feed::records::kPublishHeaderBytes));
+  o.Set("frameRecordHeaderBytes", Napi::Number::New(env, feed::records::kFrameRecordHeaderBytes));
+  o.Set("gapRecordBytes", Napi::Number::New(env, feed::records::kGapRecordBytes));
+  o.Set("sessionRecordBytes", Napi::Number::New(env, feed::records::kSessionRecordBytes));
+  o.Set("latencyCountsLength", Napi::Number::New(env, static_cast<double>(metrics::LatencyHistogram::kCountsLength)));
+  return o;
+}
+
+}  // namespace
+
+void init_feed(Napi::Env env, Napi::Object exports, FeedClasses* classes) {
+  feed::FeedAgent::register_extension();
+  Napi::Function publisher = PublisherWrap::Define(env);
+  Napi::Function subscriber = SubscriberWrap::Define(env);
+  classes->publisher = Napi::Persistent(publisher);
+  classes->subscriber = Napi::Persistent(subscriber);
+  Napi::Object feed = Napi::Object::New(env);
+  feed.Set("createPublisher", Napi::Function::New(env, CreatePublisher, "createPublisher", classes));
+  feed.Set("createSubscriber", Napi::Function::New(env, CreateSubscriber, "createSubscriber", classes));
+  feed.Set("recordLayout", record_layout(env));
+  feed.Set("FeedPublisher", publisher);
+  feed.Set("FeedSubscriber", subscriber);
+  exports.Set("feed", feed);
+}
+
+}  // namespace qpgate::addon

@@ -1,0 +1,136 @@
+#include "feed/feed_agent.h"
+
+#include <algorithm>
+
+#include "engine/clock.h"
+#include "engine/record_types.h"
+#include "feed/feed_records.h"
+#include "feed/le.h"
+
+namespace qpgate::feed {
+namespace {
+
+thread_local FeedAgent* t_current = nullptr;
+
+std::unique_ptr<engine::Agent> make_feed_agent() { return std::make_unique<FeedAgent>(); }
+
+constexpr std::uint64_t kCloseTimeoutNs = 1'000'000'000;
+
+}  // namespace
+
+void FeedAgent::register_extension() { engine::CommandAgent::register_extension(kExtensionName, &make_feed_agent); }
+
+FeedAgent* FeedAgent::of_current_engine() { return t_current; }
+
+FeedAgent::FeedAgent() = default;
+FeedAgent::~FeedAgent() = default;
+
+void FeedAgent::on_start(engine::AgentContext& context) {
+  context_ = &context;
+  t_current = this;
+  commands_ = engine::CommandAgent::current();
+  if (commands_ != nullptr) commands_->set_handler(engine::record_type::kFeedPublish, this);
+}
+
+void FeedAgent::on_close() {
+  if (commands_ != nullptr && commands_->handler(engine::record_type::kFeedPublish) == this) {
+    commands_->set_handler(engine::record_type::kFeedPublish, nullptr);
+  }
+  commands_ = nullptr;
+  // The engine stops: what is left goes now (a stopped engine sends nothing).
+  closing_.clear();
+  if (t_current == this) t_current = nullptr;
+  context_ = nullptr;
+}
+
+bool FeedAgent::on_record(std::int32_t type, const std::byte* payload, std::int32_t length) {
+  if (type != engine::record_type::kFeedPublish || length < records::kPublishHeaderBytes) {
+    rejected_records_.add();
+    return true;
+  }
+  const auto* p = reinterpret_cast<const std::uint8_t*>(payload);
+  Publisher* pub = publisher(load_le<std::uint32_t>(p));
+  if (pub == nullptr) {
+    rejected_records_.add();
+    return true;
+  }
+  const auto status = pub->publish(load_le<std::uint16_t>(p + 4),
+                                   std::span<const std::uint8_t>(p + records::kPublishHeaderBytes,
+                                                                 static_cast<std::size_t>(length - records::kPublishHeaderBytes)),
+                                   load_le<std::uint16_t>(p + 6), load_le<std::uint64_t>(p + 8));
+  return status != PublishStatus::kRetry;  // errors are counted by the publisher
+}
+
+int FeedAgent::do_work(std::uint64_t now_ns) {
+  int work = 0;
+  std::uint64_t deadline = UINT64_MAX;
+  for (auto& [id, p] : publishers_) {
+    work += p->do_work(now_ns);
+    deadline = std::min(deadline, p->next_deadline_ns());
+  }
+  if (context_ != nullptr) {
+    for (auto& [id, s] : subscribers_) {
+      work += s->do_work(now_ns, *context_->from_engine);
+      if (s->next_deadline_ns() != 0) deadline = std::min(deadline, s->next_deadline_ns());
+    }
+  }
+  if (!closing_.empty()) {
+    for (auto& c : closing_) work += c.publisher->do_work(now_ns);
+    std::erase_if(closing_, [&](const Closing& c) { return c.publisher->drained() || now_ns >= c.give_up_ns; });
+    if (!closing_.empty()) deadline = std::min(deadline, now_ns + 1'000'000);
+  }
+  if (deadline != UINT64_MAX && context_ != nullptr) context_->arm_deadline(deadline);
+  return work;
+}
+
+verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config) {
+  PublisherConfig c = config;
+  if (c.previous_session == 0) c.previous_session = last_session_;
+  auto p = Publisher::create(device, c, engine::monotonic_ns());
+  if (!p.ok()) return p.error();
+  last_session_ = p.value()->session();
+  const std::uint32_t id = next_id_++;
+  publishers_.emplace_back(id, std::move(p).value());
+  return id;
+}
+
+bool FeedAgent::remove_publisher(std::uint32_t id) {
+  auto it = std::find_if(publishers_.begin(), publishers_.end(), [&](const auto& e) { return e.first == id; });
+  if (it == publishers_.end()) return false;
+  const std::uint64_t now = engine::monotonic_ns();
+  it->second->close(now);
+  if (context_ != nullptr) closing_.push_back(Closing{std::move(it->second), now + kCloseTimeoutNs});
+  publishers_.erase(it);
+  return true;
+}
+
+verbs::Result<std::uint32_t> FeedAgent::add_subscriber(verbs::Device& device, SubscriberConfig config) {
+  config.id = next_id_++;
+  auto s = Subscriber::create(device, config);
+  if (!s.ok()) return s.error();
+  subscribers_.emplace_back(config.id, std::move(s).value());
+  return config.id;
+}
+
+bool FeedAgent::remove_subscriber(std::uint32_t id) {
+  auto it = std::find_if(subscribers_.begin(), subscribers_.end(), [&](const auto& e) { return e.first == id; });
+  if (it == subscribers_.end()) return false;
+  subscribers_.erase(it);
+  return true;
+}
+
+Publisher* FeedAgent::publisher(std::uint32_t id) const {
+  for (const auto& [i, p] : publishers_) {
+    if (i == id) return p.get();
+  }
+  return nullptr;
+}
+
+Subscriber* FeedAgent::subscriber(std::uint32_t id) const {
+  for (const auto& [i, s] : subscribers_) {
+    if (i == id) return s.get();
+  }
+  return nullptr;
+}
+
+}  // namespace qpgate::feed

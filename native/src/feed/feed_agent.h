@@ -1,0 +1,79 @@
+// The feed's engine agent: hosts the publishers and subscribers of one
+// engine and drives them on its thread.
+//
+//   FEED_PUBLISH records (toEngine) are routed to it by the command agent
+//   (it registers itself as their handler in on_start) and handed to the
+//   publisher they name; a publisher out of send slots leaves the record in
+//   the ring (back-pressure).
+//   do_work: every publisher (flush open frames, heartbeats, post, reap),
+//   every subscriber (poll, arbitrate, records to fromEngine), closing
+//   publishers until their last frames left; then arms the engine deadline
+//   with the earliest heartbeat or arbitration timeout.
+//
+// Every engine made by the addon hosts one: register_extension() (called by
+// the addon at load) makes it an extension of the command agent, so it runs
+// right after the records of each duty cycle. Find it on the engine thread
+// with FeedAgent::of_current_engine(). Tests may add one with
+// Engine::add_agent instead.
+//
+// Publishers and subscribers are added and removed on the engine thread
+// (Engine::run_on_engine); their stats objects may be read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/agent.h"
+#include "engine/command_agent.h"
+#include "feed/publisher.h"
+#include "feed/subscriber.h"
+
+namespace qpgate::feed {
+
+class FeedAgent final : public engine::Agent, public engine::RecordHandler {
+ public:
+  static constexpr const char* kExtensionName = "feed";
+  // Every engine constructed afterwards hosts a FeedAgent. Idempotent.
+  static void register_extension();
+  // Engine thread: the feed agent of the engine running on this thread, if any.
+  static FeedAgent* of_current_engine();
+
+  FeedAgent();
+  ~FeedAgent() override;
+
+  const char* name() const override { return kExtensionName; }
+  void on_start(engine::AgentContext& context) override;
+  int do_work(std::uint64_t now_ns) override;
+  void on_close() override;
+  bool on_record(std::int32_t type, const std::byte* payload, std::int32_t length) override;
+
+  // Engine thread. Ids are never reused within an agent.
+  verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config);
+  // Sends END_OF_SESSION and frees the publisher once its frames left (or 1 s).
+  bool remove_publisher(std::uint32_t id);
+  verbs::Result<std::uint32_t> add_subscriber(verbs::Device& device, SubscriberConfig config);
+  bool remove_subscriber(std::uint32_t id);
+
+  Publisher* publisher(std::uint32_t id) const;
+  Subscriber* subscriber(std::uint32_t id) const;
+  std::size_t publisher_count() const { return publishers_.size(); }
+  std::size_t subscriber_count() const { return subscribers_.size(); }
+  std::uint64_t rejected_records() const { return rejected_records_.get(); }
+
+ private:
+  struct Closing {
+    std::unique_ptr<Publisher> publisher;
+    std::uint64_t give_up_ns;
+  };
+  engine::AgentContext* context_ = nullptr;
+  engine::CommandAgent* commands_ = nullptr;
+  std::vector<std::pair<std::uint32_t, std::unique_ptr<Publisher>>> publishers_;
+  std::vector<std::pair<std::uint32_t, std::unique_ptr<Subscriber>>> subscribers_;
+  std::vector<Closing> closing_;
+  std::uint32_t next_id_ = 1;
+  std::uint32_t last_session_ = 0;
+  engine::SingleWriterCounter rejected_records_;  // FEED_PUBLISH for no publisher, or too short
+};
+
+}  // namespace qpgate::feed

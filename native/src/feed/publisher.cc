@@ -1,0 +1,353 @@
+#include "feed/publisher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine/clock.h"
+
+namespace qpgate::feed {
+
+struct Publisher::Channel {
+  Channel(const PublisherChannelConfig& c, std::uint32_t session, PublisherChannelCounters& channel_counters)
+      : config(c), seq(c.id, session), packer(c.frame_bytes), ring(c.ring), snapshot(c.id, session, c.snapshot),
+        counters(channel_counters) {}
+  PublisherChannelConfig config;
+  ChannelSequence seq;
+  FramePacker packer;
+  RetransmitRing ring;
+  SnapshotStore snapshot;
+  PublisherChannelCounters& counters;
+  verbs::AddressHandle* ah[2] = {nullptr, nullptr};
+  std::uint64_t last_send_ns = 0;
+  // Enqueue stamps of records whose last message is in the open frame.
+  std::array<std::uint64_t, 512> stamps{};
+  std::size_t stamp_count = 0;
+};
+
+std::string validate(const PublisherConfig& c) {
+  if (c.channels.empty()) return "a publisher needs at least one channel";
+  if (c.send_slots < 8 || c.send_slots > 16384) return "sendSlots must be 8..16384";
+  for (std::size_t i = 0; i < c.channels.size(); ++i) {
+    const PublisherChannelConfig& ch = c.channels[i];
+    const std::string name = "channel " + std::to_string(ch.id);
+    if (!valid_frame_size(ch.frame_bytes)) {
+      return name + ": frameSize must be " + std::to_string(kMinFrameBytes) + ".." + std::to_string(kMaxFrameBytes);
+    }
+    if (!verbs::ipv4_is_multicast(ch.group_a)) return name + ": groupA must be an IPv4 multicast address";
+    if (ch.group_b != 0 && !verbs::ipv4_is_multicast(ch.group_b)) return name + ": groupB must be an IPv4 multicast address";
+    if (ch.group_b == ch.group_a) return name + ": groupB must differ from groupA";
+    if (ch.heartbeat_ns < 1'000'000) return name + ": heartbeat interval must be at least 1 ms";
+    if (ch.ring.max_frames == 0 || ch.ring.max_bytes < kMaxFrameBytes) return name + ": ring too small";
+    if (!snapshot_layout::valid_slot_bytes(ch.snapshot.slot_bytes) || ch.snapshot.slot_count == 0) {
+      return name + ": snapshot slot size must be a multiple of 64 in 128..4096 and slot count > 0";
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.channels[j].id == ch.id) return name + " is configured twice";
+    }
+  }
+  return "";
+}
+
+verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
+                                                            std::uint64_t now_ns) {
+  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
+  std::size_t slot_bytes = 0;
+  for (const auto& ch : config.channels) slot_bytes = std::max(slot_bytes, ch.frame_bytes);
+  slot_bytes = (slot_bytes + 63) & ~std::size_t{63};
+  UdEndpointConfig ec;
+  ec.buffer_bytes = slot_bytes * config.send_slots;
+  ec.send_wr = config.send_slots * 2;
+  ec.recv_wr = 1;
+  ec.qkey = config.qkey;
+  auto ep = make_ud_endpoint(device, ec);
+  if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
+  std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), now_ns));
+  p->slot_bytes_ = slot_bytes;
+  for (auto& c : p->channels_) {
+    const std::uint32_t groups[2] = {c->config.group_a, c->config.group_b};
+    for (int line = 0; line < 2; ++line) {
+      if (groups[line] == 0) continue;
+      verbs::AhAttr attr;
+      attr.dgid = group_gid(groups[line]);
+      attr.hop_limit = config.hop_limit;
+      auto ah = p->ep_->pd->create_ah(attr);
+      if (!ah.ok()) return verbs::Error{ah.error().code, "feed publisher: create_ah: " + ah.error().message};
+      c->ah[line] = ah.value().get();
+      p->ahs_.push_back(std::move(ah).value());
+    }
+  }
+  return p;
+}
+
+Publisher::Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, std::uint64_t now_ns)
+    : config_(config), ep_(std::move(ep)), stats_(std::make_shared<PublisherStats>(config.channels.size())) {
+  session_ = new_session_id(config.previous_session);
+  stats_->session.set(session_);
+  for (std::size_t i = 0; i < config.channels.size(); ++i) {
+    PublisherChannelCounters& counters = stats_->channels[i];
+    counters.id = config.channels[i].id;
+    counters.next_seq.set(1);
+    auto c = std::make_unique<Channel>(config.channels[i], session_, counters);
+    c->packer.start(c->config.id, session_);
+    c->last_send_ns = now_ns;
+    channels_.push_back(std::move(c));
+  }
+  slots_.resize(config.send_slots);
+  free_slots_ = slots_.size();
+}
+
+Publisher::~Publisher() {
+  ep_.reset();  // the QP first (its WQEs point at the AHs and the slots), then the AHs
+  ahs_.clear();
+}
+
+Publisher::Channel* Publisher::find(std::uint16_t id) {
+  for (auto& c : channels_) {
+    if (c->config.id == id) return c.get();
+  }
+  return nullptr;
+}
+
+const Publisher::Channel* Publisher::find(std::uint16_t id) const {
+  for (const auto& c : channels_) {
+    if (c->config.id == id) return c.get();
+  }
+  return nullptr;
+}
+
+const RetransmitRing* Publisher::ring(std::uint16_t channel) const {
+  const Channel* c = find(channel);
+  return c == nullptr ? nullptr : &c->ring;
+}
+
+const SnapshotStore* Publisher::snapshot(std::uint16_t channel) const {
+  const Channel* c = find(channel);
+  return c == nullptr ? nullptr : &c->snapshot;
+}
+
+std::size_t Publisher::slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const {
+  // Every frame but the last, with the next one, holds more than a payload:
+  // frames <= 2 * bytes / payload + 1; never more than one per message. Plus
+  // the open frame, which is sent when the first message does not fit.
+  const std::size_t payload = c.config.frame_bytes - kFrameHeaderBytes;
+  return std::min<std::size_t>(count, 2 * bytes / payload + 1) + 1;
+}
+
+PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uint8_t> messages, std::uint16_t count,
+                                 std::uint64_t enqueue_ns) {
+  Channel* c = find(channel);
+  if (c == nullptr || closed_) {
+    stats_->rejected_records.add();
+    return PublishStatus::kUnknownChannel;
+  }
+  // Validate everything first: all or nothing.
+  const std::size_t max_body = c->packer.max_body_bytes();
+  std::size_t off = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (messages.size() - off < kMessageHeaderBytes) {
+      stats_->rejected_records.add();
+      return PublishStatus::kMalformed;
+    }
+    const MessageHeaderView h(messages.data() + off);
+    const std::size_t len = h.length();
+    if (len < kMessageHeaderBytes || len > messages.size() - off || h.type() == 0 || h.reserved() != 0) {
+      stats_->rejected_records.add();
+      return PublishStatus::kMalformed;
+    }
+    if (len - kMessageHeaderBytes > max_body) {
+      stats_->rejected_records.add();
+      return PublishStatus::kTooLarge;
+    }
+    off += len;
+  }
+  if (off != messages.size() || count == 0) {
+    stats_->rejected_records.add();
+    return PublishStatus::kMalformed;
+  }
+  const std::size_t needed = slots_needed(*c, messages.size(), count);
+  if (needed > slots_.size()) {
+    stats_->rejected_records.add();
+    return PublishStatus::kTooLarge;
+  }
+  if (free_slots_ < needed) {
+    post();
+    reap();
+    if (free_slots_ < needed) {
+      stats_->retries.add();
+      return PublishStatus::kRetry;
+    }
+  }
+  const std::uint64_t now = engine::monotonic_ns();
+  off = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const MessageHeaderView h(messages.data() + off);
+    const std::size_t len = h.length();
+    MessageFields f;
+    f.type = static_cast<MessageType>(h.type());
+    f.instrument_id = h.instrument_id();
+    f.key = h.key();
+    f.action = static_cast<BookAction>(h.action());
+    const auto body = messages.subspan(off + kMessageHeaderBytes, len - kMessageHeaderBytes);
+    AppendStatus st = c->packer.append(f, body);
+    if (st == AppendStatus::kFrameFull) {
+      send_data_frame(*c, now);
+      st = c->packer.append(f, body);
+    }
+    off += len;  // kOk: validated above
+  }
+  if (c->stamp_count == c->stamps.size()) send_data_frame(*c, now);  // cannot happen with <= 340 messages a frame
+  if (c->packer.empty()) {
+    // Everything went out already (cannot happen: the last message is in the open frame).
+    if (stamp_count_ < kMaxStamps) stamps_[stamp_count_++] = enqueue_ns;
+  } else {
+    c->stamps[c->stamp_count++] = enqueue_ns;
+  }
+  stats_->records.add();
+  return PublishStatus::kOk;
+}
+
+void Publisher::send_data_frame(Channel& c, std::uint64_t now_ns) {
+  if (c.packer.empty()) return;
+  const std::uint64_t first = c.seq.claim(c.packer.message_count());
+  const auto frame = c.packer.finish(first, engine::realtime_ns());
+  send_frame(c, frame, now_ns);
+  c.ring.append(frame);
+  c.snapshot.apply_frame(ParsedFrame(frame));
+  c.counters.frames.add();
+  c.counters.messages.add(c.packer.message_count());
+  c.counters.bytes.add(frame.size());
+  c.counters.next_seq.set(c.seq.next());
+  c.counters.ring_frames.set(c.ring.frames());
+  c.counters.snapshot_slots.set(c.snapshot.slots_used());
+  // The records whose last message is in this frame are posted with it.
+  for (std::size_t i = 0; i < c.stamp_count; ++i) {
+    if (stamp_count_ == kMaxStamps) post();
+    stamps_[stamp_count_++] = c.stamps[i];
+  }
+  c.stamp_count = 0;
+  c.packer.start(c.config.id, session_);
+}
+
+void Publisher::send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns) {
+  std::array<std::uint8_t, kFrameHeaderBytes> buf{};
+  const auto frame = encode_control_frame(buf, flag, c.config.id, session_, c.seq.next(), engine::realtime_ns());
+  send_frame(c, frame, now_ns);
+  if (flag == flags::kHeartbeat) c.counters.heartbeats.add();
+}
+
+void Publisher::send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns) {
+  if (free_slots_ == 0 || slots_[next_slot_].outstanding != 0) {
+    post();
+    // A slot is always free here: publish() checked the room; heartbeats
+    // and close() reap first. Spin on completions only as a last resort.
+    for (int tries = 0; tries < 1000 && (free_slots_ == 0 || slots_[next_slot_].outstanding != 0); ++tries) reap();
+    if (free_slots_ == 0 || slots_[next_slot_].outstanding != 0) {
+      stats_->post_errors.add();
+      return;
+    }
+  }
+  const std::size_t slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % slots_.size();
+  --free_slots_;
+  std::memcpy(ep_->at(slot * slot_bytes_), frame.data(), frame.size());
+  for (int line = 0; line < 2; ++line) {
+    verbs::AddressHandle* ah = c.ah[line];
+    if (ah == nullptr) continue;
+    if ((line_mask_ & (1u << line)) == 0) {
+      stats_->suppressed.add();
+      continue;
+    }
+    if (wr_count_ == kMaxBatch) post();
+    verbs::Sge& s = sges_[wr_count_];
+    s = ep_->sge(slot * slot_bytes_, static_cast<std::uint32_t>(frame.size()));
+    verbs::SendWr& wr = wrs_[wr_count_];
+    wr = verbs::SendWr{};
+    wr.wr_id = slot;
+    wr.sg_list = std::span<const verbs::Sge>(&s, 1);
+    wr.opcode = verbs::WrOpcode::SEND;
+    wr.send_flags = verbs::SendFlag::SIGNALED;
+    wr.ud.ah = ah;
+    wr.ud.remote_qpn = verbs::kMulticastQpn;
+    wr.ud.remote_qkey = config_.qkey;
+    ++slots_[slot].outstanding;
+    ++wr_count_;
+  }
+  if (slots_[slot].outstanding == 0) ++free_slots_;  // every line disabled: the slot was not used
+  c.last_send_ns = now_ns;
+}
+
+void Publisher::post() {
+  if (wr_count_ > 0) {
+    const verbs::PostSendResult r = ep_->qp->post_send(std::span<const verbs::SendWr>(wrs_.data(), wr_count_));
+    for (std::size_t i = r.posted(); i < wr_count_; ++i) {
+      // Not posted: the slot's SEND will never complete.
+      Slot& s = slots_[wrs_[i].wr_id];
+      if (--s.outstanding == 0) ++free_slots_;
+      stats_->post_errors.add();
+    }
+    wr_count_ = 0;
+  }
+  if (stamp_count_ > 0) {
+    const std::uint64_t now = engine::monotonic_ns();
+    for (std::size_t i = 0; i < stamp_count_; ++i) {
+      stats_->publish_latency.record(now > stamps_[i] ? now - stamps_[i] : 0);
+    }
+    stamp_count_ = 0;
+  }
+}
+
+int Publisher::reap() {
+  std::array<verbs::Wc, 64> wcs;
+  int reaped = 0;
+  for (;;) {
+    auto n = ep_->cq->poll(wcs);
+    if (!n.ok() || *n == 0) break;
+    for (std::size_t i = 0; i < *n; ++i) {
+      const verbs::Wc& wc = wcs[i];
+      if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) stats_->send_errors.add();
+      if (wc.wr_id < slots_.size()) {
+        Slot& s = slots_[wc.wr_id];
+        if (s.outstanding > 0 && --s.outstanding == 0) ++free_slots_;
+      }
+    }
+    reaped += static_cast<int>(*n);
+    if (*n < wcs.size()) break;
+  }
+  return reaped;
+}
+
+int Publisher::do_work(std::uint64_t now_ns) {
+  int work = reap();
+  for (auto& c : channels_) {
+    if (!c->packer.empty()) {
+      send_data_frame(*c, now_ns);
+      ++work;
+    } else if (!closed_ && now_ns - c->last_send_ns >= c->config.heartbeat_ns) {
+      send_control(*c, flags::kHeartbeat, now_ns);
+      ++work;
+    }
+  }
+  post();
+  return work;
+}
+
+std::uint64_t Publisher::next_deadline_ns() const {
+  if (closed_) return 0;
+  std::uint64_t d = UINT64_MAX;
+  for (const auto& c : channels_) d = std::min(d, c->last_send_ns + c->config.heartbeat_ns);
+  return d;
+}
+
+void Publisher::close(std::uint64_t now_ns) {
+  if (closed_) return;
+  reap();
+  for (auto& c : channels_) {
+    send_data_frame(*c, now_ns);
+    send_control(*c, flags::kEndOfSession, now_ns);
+  }
+  post();
+  closed_ = true;
+}
+
+}  // namespace qpgate::feed

@@ -1,0 +1,164 @@
+// The feed publisher (docs/protocol.md Part 2): messages in, sequenced frames
+// out on each channel's multicast groups over a UD QP.
+//
+//   publish(channel, messages, count, enqueue_ns)
+//       validates the messages (12-byte header + protobuf body each, packed,
+//       as src/feed/frame.ts encodes them) and appends them to the channel's
+//       frame; a full frame is sent at once. All or nothing per call.
+//   do_work(now)
+//       sends the partly filled frames (so one duty cycle's records share
+//       frames), a heartbeat on every channel idle for its interval, posts
+//       the batch of UD SENDs, and reaps send completions.
+//
+// Sending a frame: first_seq from the channel's sequence, send_time_ns =
+// CLOCK_REALTIME, copied into a registered send slot and posted once per
+// line (A, and B if configured: the same bytes on both groups); kept in the
+// channel's retransmission ring and applied to its snapshot store. A slot is
+// reused once all its SENDs completed; a publish() that might need more
+// slots than are free is refused with kRetry (back-pressure: the record
+// stays in the ring), never dropped.
+//
+// Publish latency: JS stamps each PUBLISH record with CLOCK_MONOTONIC
+// (process.hrtime) when it writes it; the time from that stamp until the
+// post_send of the frame holding the record's last message is recorded in a
+// LatencyHistogram (no allocation). Counters and the histogram live in a
+// PublisherStats shared with readers on other threads.
+//
+// One thread: the engine thread (or a test's loop). No locks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/counters.h"
+#include "feed/frame.h"
+#include "feed/retransmit_ring.h"
+#include "feed/sequencer.h"
+#include "feed/snapshot_store.h"
+#include "feed/ud_endpoint.h"
+#include "metrics/latency_histogram.h"
+#include "verbs/device.h"
+
+namespace qpgate::feed {
+
+struct PublisherChannelConfig {
+  std::uint16_t id = 0;
+  std::uint32_t group_a = 0;  // IPv4 multicast, host byte order
+  std::uint32_t group_b = 0;  // 0: no B line
+  std::size_t frame_bytes = kDefaultFrameBytes;
+  std::uint64_t heartbeat_ns = 1'000'000'000;
+  RetransmitConfig ring;
+  SnapshotConfig snapshot;
+};
+
+struct PublisherConfig {
+  std::vector<PublisherChannelConfig> channels;
+  std::uint32_t send_slots = 256;  // frames in flight
+  std::uint32_t qkey = kFeedQkey;
+  std::uint8_t hop_limit = 8;       // multicast TTL
+  std::uint32_t previous_session = 0;  // the new session differs from it
+};
+
+// Empty when usable, else what is wrong.
+std::string validate(const PublisherConfig& config);
+
+struct PublisherChannelCounters {
+  std::uint16_t id = 0;
+  engine::SingleWriterCounter frames;       // data frames sent (each on every line)
+  engine::SingleWriterCounter messages;
+  engine::SingleWriterCounter bytes;        // frame bytes, counted once per frame
+  engine::SingleWriterCounter heartbeats;
+  engine::SingleWriterCounter next_seq;
+  engine::SingleWriterCounter ring_frames;  // frames held by the retransmission ring
+  engine::SingleWriterCounter snapshot_slots;
+};
+
+// Readable from any thread while the publisher (or a holder) keeps it alive.
+struct PublisherStats {
+  explicit PublisherStats(std::size_t channel_count) : channels(channel_count) {}
+  std::vector<PublisherChannelCounters> channels;  // in config order
+  engine::SingleWriterCounter session;
+  engine::SingleWriterCounter records;           // PUBLISH calls accepted
+  engine::SingleWriterCounter rejected_records;  // malformed or for an unknown channel
+  engine::SingleWriterCounter retries;           // refused for lack of send slots (back-pressure)
+  engine::SingleWriterCounter post_errors;       // WRs a post_send refused
+  engine::SingleWriterCounter send_errors;       // send completions with an error status
+  engine::SingleWriterCounter suppressed;        // frame copies not sent: line disabled by set_line_mask
+  metrics::LatencyHistogram publish_latency;     // enqueue (JS) → post_send, ns
+};
+
+enum class PublishStatus : std::uint8_t { kOk, kRetry, kUnknownChannel, kMalformed, kTooLarge };
+
+class Publisher {
+ public:
+  static verbs::Result<std::unique_ptr<Publisher>> create(verbs::Device& device, const PublisherConfig& config,
+                                                          std::uint64_t now_ns);
+  ~Publisher();
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  PublishStatus publish(std::uint16_t channel, std::span<const std::uint8_t> messages, std::uint16_t count,
+                        std::uint64_t enqueue_ns);
+  // `now_ns`: CLOCK_MONOTONIC. Returns the work done.
+  int do_work(std::uint64_t now_ns);
+  // The earliest heartbeat due (CLOCK_MONOTONIC ns).
+  std::uint64_t next_deadline_ns() const;
+
+  // Sends the pending frames and an END_OF_SESSION on every channel; then
+  // the owner keeps calling do_work until drained() before destroying it.
+  void close(std::uint64_t now_ns);
+  bool drained() const { return free_slots_ == slots_.size() && wr_count_ == 0; }
+
+  // Fault injection (tests, drills): bit 0 = send on line A, bit 1 = on B.
+  // A line left out misses those frames for good (sequences still advance).
+  void set_line_mask(std::uint8_t mask) { line_mask_ = mask; }
+  std::uint8_t line_mask() const { return line_mask_; }
+
+  std::uint32_t session() const { return session_; }
+  const std::shared_ptr<PublisherStats>& stats() const { return stats_; }
+  // For tests and the recovery service.
+  const RetransmitRing* ring(std::uint16_t channel) const;
+  const SnapshotStore* snapshot(std::uint16_t channel) const;
+
+ private:
+  struct Channel;
+  Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, std::uint64_t now_ns);
+  Channel* find(std::uint16_t id);
+  const Channel* find(std::uint16_t id) const;
+  void send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns);
+  void send_data_frame(Channel& c, std::uint64_t now_ns);
+  void send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns);
+  int reap();
+  void post();
+  std::size_t slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const;
+
+  PublisherConfig config_;
+  std::unique_ptr<UdEndpoint> ep_;
+  std::vector<std::unique_ptr<verbs::AddressHandle>> ahs_;  // per channel: A, B (may be null)
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::shared_ptr<PublisherStats> stats_;
+  std::uint32_t session_ = 0;
+  std::size_t slot_bytes_ = 0;
+  struct Slot {
+    std::uint32_t outstanding = 0;  // SENDs posted or pending, not yet completed
+  };
+  std::vector<Slot> slots_;
+  std::size_t next_slot_ = 0;
+  std::size_t free_slots_ = 0;
+  // The post batch: WRs and their SGEs (fixed capacity, no allocation).
+  static constexpr std::size_t kMaxBatch = 64;
+  std::array<verbs::SendWr, kMaxBatch> wrs_{};
+  std::array<verbs::Sge, kMaxBatch> sges_{};
+  std::size_t wr_count_ = 0;
+  // Enqueue stamps of records whose last message is in a frame sent but not yet posted.
+  static constexpr std::size_t kMaxStamps = 4096;
+  std::array<std::uint64_t, kMaxStamps> stamps_{};
+  std::size_t stamp_count_ = 0;
+  bool closed_ = false;
+  std::uint8_t line_mask_ = 0x3;
+};
+
+}  // namespace qpgate::feed

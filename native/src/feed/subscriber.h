@@ -1,0 +1,117 @@
+// The feed subscriber's native half (docs/protocol.md 2.7, 2.11): one UD QP
+// attached to each subscribed channel's A (and B) groups, receive buffers of
+// 40 (GRH) + frame size bytes, frames parsed and counted (FrameParser
+// counters), A/B arbitrated and gap-checked (Arbiter: first copy wins, a
+// frame ahead of a hole waits a bounded time for the other line), and
+// delivered IN ORDER to JS as fromEngine records:
+//
+//   FEED_FRAME    one live data frame (with how many of its leading
+//                 messages were already delivered: an overlap)
+//   FEED_GAP      [from, from + count) lost on every line. Recovery over RC
+//                 is not built yet, so such a range is UNRECOVERABLE.
+//   FEED_SESSION  the channel's session changed, or was first seen
+//
+// The line a frame came on is the destination group in the GRH (bytes
+// 36..39: the IPv4 destination address). End-to-end latency (the frame's
+// send_time_ns, CLOCK_REALTIME at the publisher, to CLOCK_REALTIME when the
+// completion is polled) is recorded per channel in a LatencyHistogram.
+//
+// When fromEngine has no room for a record, the record is dropped and
+// counted (ring_full_drops); the slow-consumer policies are a later round.
+//
+// One thread (the engine's). No locks; counters are readable anywhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/counters.h"
+#include "engine/spsc_ring.h"
+#include "feed/arbiter.h"
+#include "feed/frame.h"
+#include "feed/ud_endpoint.h"
+#include "metrics/latency_histogram.h"
+#include "verbs/device.h"
+
+namespace qpgate::feed {
+
+struct SubscriberChannelConfig {
+  std::uint16_t id = 0;
+  std::uint32_t group_a = 0;  // host byte order
+  std::uint32_t group_b = 0;  // 0: A only
+  ArbiterConfig arbiter;
+};
+
+struct SubscriberConfig {
+  std::uint32_t id = 0;  // written into every record (the feed agent assigns it)
+  std::vector<SubscriberChannelConfig> channels;
+  std::size_t max_frame_bytes = kMaxFrameBytes;  // receive buffer = 40 + this
+  std::uint32_t recv_slots = 512;
+  std::uint32_t qkey = kFeedQkey;
+};
+
+std::string validate(const SubscriberConfig& config);
+
+struct SubscriberChannelCounters {
+  std::uint16_t id = 0;
+  engine::SingleWriterCounter frames;          // data frames delivered
+  engine::SingleWriterCounter messages;        // messages delivered
+  engine::SingleWriterCounter duplicates;      // frames dropped: the other line (or a repeat) was first
+  engine::SingleWriterCounter gaps;            // holes lost on every line
+  engine::SingleWriterCounter unrecoverable;   // messages in those holes (no recovery yet)
+  engine::SingleWriterCounter session_changes;
+  engine::SingleWriterCounter session;
+  engine::SingleWriterCounter expected;        // next sequence expected
+  engine::SingleWriterCounter heartbeats;
+  engine::SingleWriterCounter stale_session;
+  engine::SingleWriterCounter line_frames[2];  // valid data frames received per line (A, B), duplicates included
+  FrameCounters frame_counters;                // accepted / rejected by reason
+  metrics::LatencyHistogram latency;           // send_time_ns → polled, ns (CLOCK_REALTIME both ends)
+};
+
+struct SubscriberStats {
+  explicit SubscriberStats(std::size_t channel_count) : channels(channel_count) {}
+  std::vector<SubscriberChannelCounters> channels;  // in config order
+  engine::SingleWriterCounter received;             // completions with a packet
+  engine::SingleWriterCounter recv_errors;          // completions with an error status
+  engine::SingleWriterCounter unknown_group;        // a packet for no subscribed group
+  engine::SingleWriterCounter snapshot_frames;      // SNAPSHOT frames on the multicast (ignored)
+  engine::SingleWriterCounter ring_full_drops;      // records fromEngine had no room for
+};
+
+class Subscriber {
+ public:
+  static verbs::Result<std::unique_ptr<Subscriber>> create(verbs::Device& device, const SubscriberConfig& config);
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Polls the CQ, arbitrates, writes records into `out` (not published:
+  // the engine publishes once per duty cycle). `now_ns`: CLOCK_MONOTONIC.
+  int do_work(std::uint64_t now_ns, engine::SpscProducer& out);
+  // When a hole is waiting for the other line: the time to declare it lost.
+  std::uint64_t next_deadline_ns() const { return deadline_ns_; }
+
+  std::uint32_t id() const { return config_.id; }
+  const std::shared_ptr<SubscriberStats>& stats() const { return stats_; }
+  const Arbiter* arbiter(std::uint16_t channel) const;
+
+ private:
+  struct Channel;
+  explicit Subscriber(const SubscriberConfig& config);
+  int post_receives();
+
+  SubscriberConfig config_;
+  std::unique_ptr<UdEndpoint> ep_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::shared_ptr<SubscriberStats> stats_;
+  std::size_t slot_bytes_ = 0;
+  std::vector<std::uint32_t> to_repost_;
+  std::vector<verbs::RecvWr> recv_wrs_;
+  std::vector<verbs::Sge> recv_sges_;
+  std::uint64_t deadline_ns_ = 0;
+};
+
+}  // namespace qpgate::feed

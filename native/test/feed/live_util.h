@@ -1,0 +1,126 @@
+// Helpers for the live feed tests: soft devices on 127.x addresses driven by
+// hand (no engine), a local fromEngine ring, and record decoding.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "engine/clock.h"
+#include "engine/record_types.h"
+#include "engine/spsc_ring.h"
+#include "feed/feed_records.h"
+#include "feed/frame.h"
+#include "feed/le.h"
+#include "verbs/soft/soft_device.h"
+
+namespace qpgate::feed::test {
+
+inline std::unique_ptr<verbs::soft::SoftDevice> open_device(const char* address) {
+  verbs::soft::SoftDeviceOptions o;
+  o.address_or_name = address;
+  o.net.probe_ipv4_id = false;
+  auto d = verbs::soft::open_soft_device(o);
+  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
+  return d.ok() ? std::move(d).value() : nullptr;
+}
+
+inline std::uint32_t ip4(const char* text) { return *verbs::ipv4_parse(text); }
+
+// Messages as JS writes them into a PUBLISH record: header + body, packed.
+inline void add_message(std::vector<std::uint8_t>& out, MessageType type, std::uint32_t instrument,
+                        std::size_t body_bytes, std::uint8_t seed) {
+  const std::size_t at = out.size();
+  out.resize(at + kMessageHeaderBytes + body_bytes);
+  MessageHeaderRef(out.data() + at)
+      .set(static_cast<std::uint16_t>(kMessageHeaderBytes + body_bytes), static_cast<std::uint16_t>(type), instrument, 0, 0);
+  for (std::size_t i = 0; i < body_bytes; ++i) out[at + kMessageHeaderBytes + i] = static_cast<std::uint8_t>(seed + i);
+}
+
+// A fromEngine ring in a vector, and the records read back.
+struct LocalRing {
+  explicit LocalRing(std::int64_t capacity = 1 << 20)
+      : memory(static_cast<std::size_t>(engine::RingView::total_length(capacity)) / 8 + 1, 0),
+        view(reinterpret_cast<std::byte*>(memory.data()), capacity),
+        producer(view),
+        consumer(view) {}
+  std::vector<std::uint64_t> memory;
+  engine::RingView view;
+  engine::SpscProducer producer;
+  engine::SpscConsumer consumer;
+};
+
+struct FrameRecord {
+  std::uint32_t subscriber;
+  std::uint16_t channel;
+  std::uint8_t line;
+  std::uint8_t flags;
+  std::uint64_t first_seq;
+  std::uint16_t count;
+  std::uint16_t skip;
+  std::uint32_t session;
+  std::uint64_t send_time;
+  std::uint64_t receive_time;
+  std::vector<std::uint8_t> frame;
+};
+struct GapRecord {
+  std::uint16_t channel;
+  std::uint64_t from;
+  std::uint64_t count;
+};
+struct SessionRecord {
+  std::uint16_t channel;
+  std::uint32_t old_session;
+  std::uint32_t new_session;
+  std::uint64_t next_seq;
+};
+
+struct Records {
+  std::vector<FrameRecord> frames;
+  std::vector<GapRecord> gaps;
+  std::vector<SessionRecord> sessions;
+  std::uint64_t messages = 0;
+
+  void read(engine::SpscConsumer& c) {
+    c.read([&](std::int32_t type, const std::byte* payload, std::int32_t length) {
+      const auto* p = reinterpret_cast<const std::uint8_t*>(payload);
+      if (type == engine::record_type::kFeedFrame) {
+        FrameRecord r{load_le<std::uint32_t>(p), load_le<std::uint16_t>(p + 4), p[6], p[7],
+                      load_le<std::uint64_t>(p + 8), load_le<std::uint16_t>(p + 16), load_le<std::uint16_t>(p + 18),
+                      load_le<std::uint32_t>(p + 20), load_le<std::uint64_t>(p + 24), load_le<std::uint64_t>(p + 32),
+                      std::vector<std::uint8_t>(p + records::kFrameRecordHeaderBytes, p + length)};
+        messages += r.count - r.skip;
+        frames.push_back(std::move(r));
+      } else if (type == engine::record_type::kFeedGap) {
+        gaps.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint64_t>(p + 8), load_le<std::uint64_t>(p + 16)});
+      } else if (type == engine::record_type::kFeedSession) {
+        sessions.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint32_t>(p + 8), load_le<std::uint32_t>(p + 12),
+                            load_le<std::uint64_t>(p + 16)});
+      }
+      return true;
+    });
+  }
+  // Every delivered message's sequence, in delivery order.
+  std::vector<std::uint64_t> sequences() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& f : frames) {
+      for (std::uint16_t i = f.skip; i < f.count; ++i) out.push_back(f.first_seq + i);
+    }
+    return out;
+  }
+};
+
+inline void spin_until(const std::function<bool()>& done, const std::function<void()>& step, int timeout_ms = 3000) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    step();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+}  // namespace qpgate::feed::test

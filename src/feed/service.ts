@@ -1,0 +1,75 @@
+// FeedService: the gateway's feed, from a FeedsConfig — a publisher on the
+// given (started) engine and (opened) soft device, and the synthetic source
+// when enabled. start() / stop(); stats() for /metrics and status.
+import type { Engine } from '../native/engine.js';
+import { instrumentChannel, resolveFeedsConfig, type FeedsConfig } from './config.js';
+import type { FeedDevice } from './native.js';
+import { createPublisher, type FeedPublisher, type PublisherStats } from './publisher.js';
+import { SyntheticSource, type SyntheticStats } from './sources/synthetic.js';
+
+export interface FeedServiceStats {
+  running: boolean;
+  publisher: PublisherStats | undefined;
+  synthetic: SyntheticStats | undefined;
+}
+
+export class FeedService {
+  readonly config: FeedsConfig;
+  readonly #engine: Engine;
+  readonly #device: FeedDevice;
+  #publisher: FeedPublisher | undefined;
+  #source: SyntheticSource | undefined;
+
+  /** `config` is validated and completed with defaults (resolveFeedsConfig). */
+  constructor(engine: Engine, device: FeedDevice, config: unknown = {}) {
+    this.config = resolveFeedsConfig(config);
+    this.#engine = engine;
+    this.#device = device;
+  }
+
+  get running(): boolean {
+    return this.#publisher !== undefined;
+  }
+  get publisher(): FeedPublisher | undefined {
+    return this.#publisher;
+  }
+
+  /** Needs a started engine. A new session every start. Idempotent. */
+  start(): void {
+    if (this.#publisher !== undefined || !this.config.enabled) return;
+    if (!this.#engine.running) throw new Error('qpgate feed: start the engine before the feed');
+    const channelOf = instrumentChannel(this.config);
+    this.#publisher = createPublisher(this.#engine, this.#device, {
+      channels: this.config.channels,
+      instruments: channelOf,
+      sendSlots: this.config.sendSlots,
+      hopLimit: this.config.hopLimit,
+    });
+    const s = this.config.synthetic;
+    if (s.enabled) {
+      this.#source = new SyntheticSource(this.#publisher, {
+        instruments: this.config.instruments.count,
+        firstInstrumentId: this.config.instruments.firstId,
+        ratePerSec: s.ratePerSec,
+        burstProbability: s.burstProbability,
+        burstMax: s.burstMax,
+        bookDepth: s.bookDepth,
+        ...(s.seed === undefined ? {} : { seed: s.seed }),
+        channelOf,
+      });
+      this.#source.start();
+    }
+  }
+
+  /** Stops the source, sends END_OF_SESSION and releases the publisher. Before the engine stops. Idempotent. */
+  stop(): void {
+    this.#source?.stop();
+    this.#source = undefined;
+    this.#publisher?.close();
+    this.#publisher = undefined;
+  }
+
+  stats(): FeedServiceStats {
+    return { running: this.running, publisher: this.#publisher?.stats(), synthetic: this.#source?.stats() };
+  }
+}

@@ -1,0 +1,201 @@
+// `qpgate status` and `qpgate qps`: read the control plane and print what
+// ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from './config/load.js';
+
+export const DEFAULT_URL = 'http://127.0.0.1:7470';
+
+export class ClientError extends Error {}
+
+export interface ClientOptions {
+  url?: string;
+  token?: string;
+  config?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** --token, else $QPGATE_TOKEN, else <state.dir>/admin.token (state.dir from the config layers). */
+export function resolveToken(opts: ClientOptions): { token: string; source: string } {
+  const env = opts.env ?? process.env;
+  if (opts.token) return { token: opts.token, source: '--token' };
+  if (env['QPGATE_TOKEN']) return { token: env['QPGATE_TOKEN'], source: 'QPGATE_TOKEN' };
+  let stateDir = './var';
+  try {
+    stateDir = loadConfig({ file: opts.config, env }).state.dir;
+  } catch {
+    // an unreadable config: fall back to the default state.dir
+  }
+  const path = join(stateDir, 'admin.token');
+  try {
+    const token = readFileSync(path, 'utf8').trim();
+    if (token) return { token, source: path };
+  } catch {
+    // fall through
+  }
+  throw new ClientError(`no token: pass --token, set QPGATE_TOKEN, or run where ${path} is readable`);
+}
+
+export async function getJson<T>(opts: ClientOptions, path: string): Promise<T> {
+  const base = (opts.url ?? DEFAULT_URL).replace(/\/+$/, '');
+  const { token, source } = resolveToken(opts);
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    throw new ClientError(`no gateway answers at ${base} (${cause}): is \`qpgate serve\` running? (--url to point elsewhere)`);
+  }
+  const body = (await res.json().catch(() => ({}))) as { message?: string };
+  if (res.status === 401) throw new ClientError(`the gateway at ${base} refused the token from ${source} (401: ${body.message ?? 'unauthorized'})`);
+  if (!res.ok) throw new ClientError(`${path}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
+  return body as T;
+}
+
+/** Columns padded to their widest cell; numbers right-aligned. */
+export function table(headers: string[], rows: Array<Array<string | number>>): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number'));
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells
+    .map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
+    .join('\n');
+}
+
+// The parts of /v1/status the CLI prints.
+interface QpRow {
+  qpn: number;
+  type: string;
+  state: string;
+  owner: string;
+  sqPsn: number;
+  rqPsn: number;
+  destQpNum: number;
+  pathMtu: number;
+  outstandingWrs: number | null;
+  retransmits: { packets: number; rounds: number };
+  timeouts: number;
+  naksReceived: Record<string, number>;
+  naksSent: Record<string, number>;
+  rnrNaks: { received: number; sent: number };
+}
+interface Status {
+  version: string;
+  uptimeSeconds: number;
+  ready: boolean;
+  device: {
+    backend: string;
+    device: string;
+    numaNode: number;
+    rdma:
+      | { open: false }
+      | {
+          open: true;
+          name: string;
+          firmwareVersion: string;
+          nodeGuid: string;
+          transport: string;
+          physPortCount: number;
+          interface: { name: string; address: string; mtu: number };
+          ports: Array<{ port: number; stateName: string; physicalState: string; linkLayer: string; activeMtu: number; maxMtu: number; gids: Array<{ index: number; gid: string; type: string }> }>;
+        };
+    engine: {
+      threads: Array<{ role: string; tid: number; cpu: number; affinity: string; pinned: boolean; numaNode: number; idleStrategy: string }>;
+      placement: { numaSource: string; memoryPolicy: string; hugePages: string; cpuReason: string };
+    };
+  };
+  slo: { objectives: Array<{ name: string; status: string; percentile: number; thresholdUs: number; windows: Array<{ window: string; observedUs: number; burnRate: number }> }> };
+  feeds: { enabled: boolean; summary: unknown };
+  sessions: { enabled: boolean; summary: unknown };
+  qps: QpRow[];
+}
+
+const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b) => a + b, 0);
+
+export function formatStatus(s: Status, url: string): string {
+  const out: string[] = [];
+  out.push(`Gateway qpgate ${s.version} at ${url}: ${s.ready ? 'ready' : 'not ready'}, up ${Math.round(s.uptimeSeconds)} s`);
+  const d = s.device;
+  if (d.rdma.open) {
+    const r = d.rdma;
+    out.push(`CA '${r.name}'`, `\tBackend: ${d.backend} (${r.transport})`, `\tFirmware version: ${r.firmwareVersion}`, `\tNode GUID: ${r.nodeGuid}`, `\tNumber of ports: ${r.physPortCount}`);
+    out.push(`\tNetdev: ${r.interface.name} ${r.interface.address} mtu ${r.interface.mtu}`);
+    for (const p of r.ports) {
+      out.push(`\tPort ${p.port}:`, `\t\tState: ${p.stateName}`, `\t\tPhysical state: ${p.physicalState}`, `\t\tLink layer: ${p.linkLayer}`);
+      out.push(`\t\tActive MTU: ${p.activeMtu}`, `\t\tMax MTU: ${p.maxMtu}`);
+      for (const g of p.gids) out.push(`\t\tGID[${g.index}]: ${g.gid} (${g.type})`);
+    }
+  } else {
+    out.push(`CA: none open (backend ${d.backend}, device ${d.device})`);
+  }
+  out.push('Placement:');
+  for (const t of d.engine.threads) {
+    out.push(`\t${t.role}: tid ${t.tid}, CPU ${t.cpu}${t.pinned ? ' (pinned)' : ' (not pinned)'}, affinity ${t.affinity}, NUMA node ${t.numaNode}, idle ${t.idleStrategy}`);
+  }
+  out.push(`\tNUMA: ${d.engine.placement.numaSource}`, `\tMemory: ${d.engine.placement.memoryPolicy}; huge pages: ${d.engine.placement.hugePages}`);
+  out.push('SLOs:');
+  if (s.slo.objectives.length === 0) out.push('\tnone configured');
+  for (const o of s.slo.objectives) {
+    const w = o.windows.map((x) => `${x.window} p${o.percentile}=${x.observedUs}µs burn ${x.burnRate.toFixed(2)}`).join(', ');
+    out.push(`\t${o.name}: ${o.status} (p${o.percentile} ≤ ${o.thresholdUs} µs)${w ? `; ${w}` : ''}`);
+  }
+  out.push(...formatFeeds(s.feeds));
+  out.push(`Sessions: ${s.sessions.enabled ? JSON.stringify(s.sessions.summary) : 'not enabled'}`);
+  const byState = new Map<string, number>();
+  for (const q of s.qps) byState.set(q.state, (byState.get(q.state) ?? 0) + 1);
+  out.push(`QPs: ${s.qps.length}${byState.size ? ` (${[...byState].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`);
+  return out.join('\n');
+}
+
+interface FeedsSummary {
+  running: boolean;
+  session: number | null;
+  channels: Array<{ id: number; frames: number; messages: number; heartbeats: number; nextSeq: number }>;
+  publishLatency: { count: number; p50Ns: number; p99Ns: number } | null;
+}
+
+function formatFeeds(feeds: { enabled: boolean; summary?: unknown }): string[] {
+  if (!feeds.enabled) return ['Feeds: not enabled'];
+  const f = feeds.summary as FeedsSummary;
+  const out = [`Feeds: ${f.running ? 'publishing' : 'stopped'}, session ${f.session ?? '-'}`];
+  for (const c of f.channels) {
+    out.push(`\tchannel ${c.id}: next seq ${c.nextSeq}, ${c.messages} messages in ${c.frames} frames, ${c.heartbeats} heartbeats`);
+  }
+  const l = f.publishLatency;
+  if (l && l.count > 0) out.push(`\tpublish latency: p50 ${(l.p50Ns / 1000).toFixed(1)} µs, p99 ${(l.p99Ns / 1000).toFixed(1)} µs (${l.count} samples)`);
+  return out;
+}
+
+export function formatQps(qps: QpRow[]): string {
+  if (qps.length === 0) return 'no queue pairs';
+  return table(
+    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'MTU', 'OUTST', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
+    qps.map((q) => [
+      q.qpn,
+      q.type,
+      q.state,
+      q.sqPsn,
+      q.rqPsn,
+      q.destQpNum,
+      q.pathMtu,
+      q.outstandingWrs ?? '-',
+      q.retransmits.packets,
+      q.timeouts,
+      sum(q.naksReceived),
+      sum(q.naksSent),
+      q.rnrNaks.received,
+      q.rnrNaks.sent,
+      q.owner,
+    ]),
+  );
+}
+
+export async function statusCommand(opts: ClientOptions & { json?: boolean }): Promise<string> {
+  const s = await getJson<Status>(opts, '/v1/status');
+  return opts.json ? JSON.stringify(s, null, 2) : formatStatus(s, (opts.url ?? DEFAULT_URL).replace(/\/+$/, ''));
+}
+
+export async function qpsCommand(opts: ClientOptions & { json?: boolean }): Promise<string> {
+  const r = await getJson<{ qps: QpRow[] }>(opts, '/v1/qps');
+  return opts.json ? JSON.stringify(r.qps, null, 2) : formatQps(r.qps);
+}

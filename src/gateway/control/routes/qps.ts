@@ -1,0 +1,29 @@
+// GET /v1/qps: every QP the gateway made — what `rdma res show qp` shows
+// (LQPN, type, state, SQ/RQ PSN, destination QPN) and the transport counters
+// behind `rdma statistic qp` (retransmits, NAKs by code, RNR NAKs, timeouts).
+// GET /v1/qps/:qpn: one QP, with every counter.
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { GatewayState } from '../../state.js';
+
+export const QpnParams = Type.Object(
+  { qpn: Type.String({ pattern: '^(0x[0-9a-fA-F]{1,6}|[0-9]{1,8})$', description: 'a QP number, decimal or 0x hex' }) },
+  { additionalProperties: false },
+);
+
+export async function qpRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
+  const { state } = opts;
+  app.get('/qps', async () => {
+    const qps = state.qps.list();
+    return { device: state.device?.name ?? null, count: qps.length, qps };
+  });
+  app.get<{ Params: { qpn: string } }>('/qps/:qpn', { schema: { params: QpnParams } }, async (request, reply) => {
+    const qpn = Number(request.params.qpn);
+    if (qpn > 0xffffff) {
+      return reply.code(400).send({ error: 'bad_request', message: `params/qpn must be at most 0xffffff (24 bits), got ${request.params.qpn}` });
+    }
+    const qp = state.qps.get(qpn);
+    if (!qp) return reply.code(404).send({ error: 'not_found', message: `no QP ${qpn} on this gateway` });
+    return qp;
+  });
+}

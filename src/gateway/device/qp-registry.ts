@@ -1,0 +1,175 @@
+// The queue pairs the gateway has made, so /v1/qps and /metrics can list them.
+//
+// The verbs bindings have no "list every QP of a device" call (the soft
+// device keeps its QP table inside the engine); until they do, whoever
+// creates a QP in the gateway (feeds, order sessions) goes through this
+// registry: `registry.createQp(pd, options, { owner: 'feed:md-a' })` or
+// `registry.track(qp, meta)`. A destroyed QP drops out of the registry (by
+// `destroy(qpn)`, or the next time it is listed and the binding says so), so
+// per-QP metric labels exist only while the QP does.
+import type { CreateQpOptions, ProtectionDomain, QpAttr, QueuePair } from '../../native/verbs.js';
+
+export interface QpMeta {
+  /** Who made it: 'feed:<name>', 'session:<id>', 'test'. */
+  owner: string;
+  /** Free text: what it is for. */
+  label?: string;
+}
+
+export interface TrackedQp {
+  readonly qp: QueuePair;
+  readonly meta: QpMeta;
+  readonly createdAt: Date;
+}
+
+/** NAK codes as the BTH/AETH syndrome names them (IBA 9.7.5.2.8). */
+export const NAK_CODES = ['psn_seq_err', 'inv_req', 'rem_access', 'rem_op', 'other'] as const;
+export type NakCode = (typeof NAK_CODES)[number];
+
+/** One row of /v1/qps: what `rdma res show qp` and `ibv_query_qp` tell. */
+export interface QpView {
+  qpn: number;
+  type: string;
+  state: string;
+  owner: string;
+  label: string | null;
+  sqPsn: number;
+  rqPsn: number;
+  destQpNum: number;
+  destGid: string;
+  pathMtu: number;
+  qkey: number;
+  /** Not reported by the verbs bindings yet: null. */
+  outstandingWrs: number | null;
+  cap: QpAttr['cap'];
+  timeout: number;
+  retryCnt: number;
+  rnrRetry: number;
+  packets: { sent: number; received: number };
+  /** Requester: packets sent again by go-back-N, and how many go-back-N rounds started. */
+  retransmits: { packets: number; rounds: number };
+  timeouts: number;
+  retryExceeded: number;
+  rnrRetryExceeded: number;
+  naksReceived: Record<NakCode, number>;
+  naksSent: Record<NakCode, number>;
+  rnrNaks: { received: number; sent: number };
+  createdAt: string;
+  /** Every transport counter of the QP (qp_counters.h names). */
+  counters: Readonly<Record<string, number>>;
+}
+
+const c = (counters: Readonly<Record<string, number>>, name: string): number => counters[name] ?? 0;
+
+export function qpView(t: TrackedQp): QpView {
+  const a = t.qp.query();
+  const k = t.qp.counters();
+  return {
+    qpn: t.qp.qpNum,
+    type: a.type,
+    state: a.state,
+    owner: t.meta.owner,
+    label: t.meta.label ?? null,
+    sqPsn: a.sqPsn,
+    rqPsn: a.rqPsn,
+    destQpNum: a.destQpNum,
+    destGid: a.ahAttr.dgid,
+    pathMtu: a.pathMtu,
+    qkey: a.qkey,
+    outstandingWrs: null,
+    cap: a.cap,
+    timeout: a.timeout,
+    retryCnt: a.retryCnt,
+    rnrRetry: a.rnrRetry,
+    packets: { sent: c(k, 'sent_pkts'), received: c(k, 'rcvd_pkts') },
+    retransmits: { packets: c(k, 'retransmitted_pkts'), rounds: c(k, 'completer_retry') },
+    timeouts: c(k, 'timeouts'),
+    retryExceeded: c(k, 'retry_exceeded'),
+    rnrRetryExceeded: c(k, 'rnr_retry_exceeded'),
+    naksReceived: {
+      psn_seq_err: c(k, 'rcvd_seq_err'),
+      inv_req: c(k, 'rcvd_nak_inv_req'),
+      rem_access: c(k, 'rcvd_nak_rem_access'),
+      rem_op: c(k, 'rcvd_nak_rem_op'),
+      other: c(k, 'rcvd_nak_other'),
+    },
+    naksSent: {
+      psn_seq_err: c(k, 'out_of_seq_request'),
+      inv_req: c(k, 'naks_sent_inv_req'),
+      rem_access: c(k, 'naks_sent_rem_access'),
+      rem_op: c(k, 'naks_sent_rem_op'),
+      other: 0,
+    },
+    rnrNaks: { received: c(k, 'rcvd_rnr_err'), sent: c(k, 'rnr_naks_sent') },
+    createdAt: t.createdAt.toISOString(),
+    counters: k,
+  };
+}
+
+export class QpRegistry {
+  readonly #qps = new Map<number, TrackedQp>();
+
+  /** ibv_create_qp through the registry: the QP is listed until destroy(qpn). */
+  createQp(pd: ProtectionDomain, options: CreateQpOptions, meta: QpMeta): QueuePair {
+    const qp = pd.createQp(options);
+    this.track(qp, meta);
+    return qp;
+  }
+
+  /** Lists a QP made elsewhere. Returns a function that stops listing it. */
+  track(qp: QueuePair, meta: QpMeta): () => void {
+    const qpn = qp.qpNum;
+    this.#qps.set(qpn, { qp, meta: { ...meta }, createdAt: new Date() });
+    return () => {
+      if (this.#qps.get(qpn)?.qp === qp) this.#qps.delete(qpn);
+    };
+  }
+
+  /** ibv_destroy_qp and forget it. False when no such QP is listed. */
+  destroy(qpn: number): boolean {
+    const t = this.#qps.get(qpn);
+    if (!t) return false;
+    this.#qps.delete(qpn);
+    t.qp.destroy();
+    return true;
+  }
+
+  /** Destroys every listed QP (shutdown). */
+  destroyAll(): void {
+    for (const qpn of [...this.#qps.keys()]) {
+      try {
+        this.destroy(qpn);
+      } catch {
+        // already gone with its owner
+      }
+    }
+  }
+
+  get size(): number {
+    return this.#qps.size;
+  }
+
+  /** Every live QP, by QPN; QPs destroyed behind the registry's back drop out. */
+  list(): QpView[] {
+    const out: QpView[] = [];
+    for (const [qpn, t] of [...this.#qps].sort((a, b) => a[0] - b[0])) {
+      try {
+        out.push(qpView(t));
+      } catch {
+        this.#qps.delete(qpn);
+      }
+    }
+    return out;
+  }
+
+  get(qpn: number): QpView | undefined {
+    const t = this.#qps.get(qpn);
+    if (!t) return undefined;
+    try {
+      return qpView(t);
+    } catch {
+      this.#qps.delete(qpn);
+      return undefined;
+    }
+  }
+}

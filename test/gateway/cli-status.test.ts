@@ -1,0 +1,110 @@
+// `qpgate status` and `qpgate qps` against live gateways: one spawned as a
+// child process (as a user runs it), one in this process with QPs to list.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { QPGATE_BIN } from '../support/paths.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
+import { startTestGateway, READ_TOKEN } from '../support/in-process-gateway.js';
+
+// Async (not spawnSync): an in-process gateway must keep answering while the CLI runs.
+const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [QPGATE_BIN, ...args], { env: { ...process.env, QPGATE_TOKEN: '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+
+test('qpgate status and qps read a running gateway (token from the state dir, or --token, or QPGATE_TOKEN)', async () => {
+  const gw = await startGatewayProcess();
+  try {
+    const token = readFileSync(join(gw.stateDir, 'admin.token'), 'utf8').trim();
+    const s = await run(['status', '--url', gw.url, '--token', token]);
+    assert.equal(s.status, 0, s.stderr);
+    assert.match(s.stdout, new RegExp(`^Gateway qpgate \\S+ at ${gw.url.replace(/\./g, '\\.')}: ready`));
+    assert.match(s.stdout, /^CA 'qpgate_soft_127\.\d+\.\d+\.\d+'$/m);
+    assert.match(s.stdout, /^\t\tState: Active$/m);
+    assert.match(s.stdout, /^\t\tActive MTU: 4096$/m);
+    assert.match(s.stdout, /^\t\tGID\[0\]: ::ffff:127\.\d+\.\d+\.\d+ \(RoCE v2\)$/m);
+    assert.match(s.stdout, /^\tengine: tid \d+, CPU -?\d+/m);
+    // The embedded default publishes the synthetic feed, so its SLO is evaluated.
+    assert.match(s.stdout, /^\ttick-publish-p99: (ok|violated|pending) /m);
+    assert.match(s.stdout, /^\torder-ack-p99: no data source/m);
+    assert.match(s.stdout, /^Feeds: publishing, session \d+$/m);
+    assert.match(s.stdout, /^\tchannel 1: next seq \d+, \d+ messages in \d+ frames/m);
+    assert.match(s.stdout, /^Sessions: not enabled$/m);
+    assert.match(s.stdout, /^QPs: 0$/m);
+
+    // The token file under state.dir (from the config layers), and QPGATE_TOKEN.
+    const viaFile = await run(['qps', '--url', gw.url], { QPGATE_STATE__DIR: gw.stateDir });
+    assert.equal(viaFile.status, 0, viaFile.stderr);
+    assert.equal(viaFile.stdout, 'no queue pairs\n');
+    const viaEnv = await run(['status', '--url', gw.url, '--json'], { QPGATE_TOKEN: token });
+    assert.equal(viaEnv.status, 0, viaEnv.stderr);
+    assert.equal((JSON.parse(viaEnv.stdout) as { ready: boolean }).ready, true);
+
+    const bad = await run(['status', '--url', gw.url, '--token', 'wrong-token-0123456789']);
+    assert.equal(bad.status, 1);
+    assert.equal(bad.stderr, `qpgate status: the gateway at ${gw.url} refused the token from --token (401: unknown bearer token)\n`);
+    assert.equal(bad.stdout, '');
+  } finally {
+    gw.child.kill('SIGTERM');
+  }
+  assert.equal(await gw.exited, 0);
+});
+
+test('qpgate qps prints the QP table like `rdma res show qp`', async () => {
+  const gw = await startTestGateway();
+  const device = gw.state.device!;
+  const pd = device.allocPd();
+  const cq = device.createCq(16);
+  const rc = gw.state.qps.createQp(pd, { type: 'RC', sendCq: cq }, { owner: 'session:7' });
+  const ud = gw.state.qps.createQp(pd, { type: 'UD', sendCq: cq }, { owner: 'feed:md-a' });
+  rc.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
+  try {
+    const r = await run(['qps', '--url', gw.url, '--token', READ_TOKEN]);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 3);
+    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +MTU +OUTST +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
+    const byQpn = (qpn: number) => lines.find((l) => l.trimStart().startsWith(`${qpn} `))!;
+    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +\d+ +- +0 +0 +0 +0 +0 +0 +session:7$/);
+    assert.match(byQpn(ud.qpNum), /^ *\d+ +UD +RESET .* feed:md-a$/);
+    // Aligned: every column starts at the same offset on every line.
+    const col = (l: string) => l.indexOf('  RC') >= 0 ? l.indexOf('RC') : l.indexOf('UD') >= 0 ? l.indexOf('UD') : l.indexOf('TYPE');
+    assert.equal(new Set(lines.map(col)).size, 1, r.stdout);
+  } finally {
+    gw.state.qps.destroyAll();
+    cq.destroy();
+    pd.dealloc();
+    await gw.close();
+  }
+});
+
+/** A port nothing listens on (bound, then released). */
+const closedPort = async (): Promise<number> => {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+};
+
+test('with no gateway running, status says so in one line and exits 1', async () => {
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const r = await run(['status', '--url', url, '--token', 'x-0123456789abcdef']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `qpgate status: no gateway answers at ${url} (ECONNREFUSED): is \`qpgate serve\` running? (--url to point elsewhere)\n`);
+});
+
+test('with no token anywhere, qps says where it looked and exits 1', async () => {
+  const r = await run(['qps', '--url', 'http://127.0.0.1:9'], { QPGATE_STATE__DIR: '/nonexistent-qpgate' });
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'qpgate qps: no token: pass --token, set QPGATE_TOKEN, or run where /nonexistent-qpgate/admin.token is readable\n');
+});

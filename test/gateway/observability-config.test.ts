@@ -1,0 +1,49 @@
+// config/prometheus/alerts.yaml through promtool (check + its unit tests), and
+// config/grafana/dashboard.json: valid dashboard JSON whose queries name only
+// metrics the gateway exports (or the recording rules).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../support/paths.js';
+
+const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
+const PROM_DIR = join(REPO_ROOT, 'config/prometheus');
+
+test('promtool accepts alerts.yaml', { skip: promtool ? false : 'promtool not installed (Debian package prometheus)' }, () => {
+  const r = spawnSync('promtool', ['check', 'rules', 'alerts.yaml'], { cwd: PROM_DIR, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /SUCCESS: \d+ rules found/);
+});
+
+test('the fast-burn alert fires at 20x burn (promtool test rules)', { skip: promtool ? false : 'promtool not installed' }, () => {
+  const r = spawnSync('promtool', ['test', 'rules', 'alerts.test.yaml'], { cwd: PROM_DIR, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
+test('the alert rules use the multi-window burn rates: 1h/5m at 14.4x and 6h/30m at 6x', () => {
+  const text = readFileSync(join(PROM_DIR, 'alerts.yaml'), 'utf8');
+  assert.match(text, /qpgate_slo:burn_rate1h > 14\.4 and qpgate_slo:burn_rate5m > 14\.4/);
+  assert.match(text, /qpgate_slo:burn_rate6h > 6 and qpgate_slo:burn_rate30m > 6/);
+});
+
+test('dashboard.json is a Grafana dashboard whose panels query exported metrics', () => {
+  const d = JSON.parse(readFileSync(join(REPO_ROOT, 'config/grafana/dashboard.json'), 'utf8')) as {
+    uid: string;
+    title: string;
+    schemaVersion: number;
+    panels: Array<{ id: number; type: string; title: string; gridPos: object; targets?: Array<{ expr: string }> }>;
+  };
+  assert.equal(d.uid, 'qpgate');
+  assert.ok(d.schemaVersion >= 30);
+  const ids = d.panels.map((p) => p.id);
+  assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
+  const exprs = d.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+  const metrics = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(qpgate_[a-z0-9_:]+)/g)].map((m) => m[1]!)));
+  const known = /^qpgate_(net_|packet_drops_total|ingress_|wire_|engine_|qps$|qp_|slo_|slo:burn_rate|device_|(tick_publish|tick_e2e|order_ack)_latency_seconds_bucket)/;
+  for (const m of metrics) assert.match(m, known, `${m} is not a metric the gateway exports`);
+  for (const want of ['histogram_quantile', 'qpgate_slo_compliant', 'qpgate_slo_burn_rate', 'qpgate_qp_state', 'qpgate_packet_drops_total', 'qpgate_net_packets_total']) {
+    assert.ok(exprs.some((e) => e.includes(want)), `a panel uses ${want}`);
+  }
+});

@@ -1,0 +1,67 @@
+// Start-up and shutdown of the gateway around its device.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/gateway/config/load.js';
+import { createLogger } from '../../src/gateway/log.js';
+import { startGateway } from '../../src/gateway/service.js';
+import { startTestGateway, client, READ_TOKEN } from '../support/in-process-gateway.js';
+
+const config = (...overrides: string[]) =>
+  loadConfig({ env: {}, overrides: ['control.port=0', `state.dir=${mkdtempSync(join(tmpdir(), 'qpgate-svc-'))}`, ...overrides] });
+
+test('backend.kind ibv fails the start with a clear message (not wired into this build yet)', async () => {
+  await assert.rejects(startGateway(config('backend.kind=ibv'), createLogger('silent'), { handleSignals: false }), {
+    message: 'backend.kind ibv is not available in this build yet',
+  });
+});
+
+test('an address another device owns fails the start naming backend.address, and frees the engine', async () => {
+  const gw = await startTestGateway();
+  try {
+    const taken = gw.state.config.backend.address;
+    await assert.rejects(
+      startGateway(config(`backend.address=${taken}`), createLogger('silent'), { handleSignals: false }),
+      new RegExp(`cannot open the soft device on ${taken.replace(/\./g, '\\.')}: another soft device .* owns ${taken.replace(/\./g, '\\.')}:4791 \\(backend\\.address\\)`),
+    );
+  } finally {
+    await gw.close();
+  }
+});
+
+test('shutdown: not ready, extensions stop/drain/close in order, QPs destroyed, device closed, engine stopped', async () => {
+  const calls: string[] = [];
+  const gw = await startTestGateway('', {
+    attach: (state) => {
+      state.sessions = {
+        routes: async () => {},
+        summary: () => ({}),
+        stopAccepting: () => void calls.push('sessions.stopAccepting'),
+        drain: async () => void calls.push(`sessions.drain ready=${state.ready}`),
+        close: async () => void calls.push(`sessions.close device=${state.device !== undefined}`),
+      };
+      state.feeds = {
+        routes: async () => {},
+        summary: () => ({}),
+        close: async () => void calls.push(`feeds.close engine=${state.engine.running}`),
+      };
+    },
+  });
+  const device = gw.state.device!;
+  const pd = device.allocPd();
+  const cq = device.createCq(4);
+  const qp = gw.state.qps.createQp(pd, { type: 'UD', sendCq: cq }, { owner: 'test' });
+  assert.equal(((await client(gw).get('/v1/qps', READ_TOKEN)).json as { count: number }).count, 1);
+  await gw.close('test');
+  assert.equal(await gw.closed, 0);
+  assert.deepEqual(calls, ['sessions.stopAccepting', 'sessions.drain ready=false', 'sessions.close device=true', 'feeds.close engine=true']);
+  assert.equal(gw.state.device, undefined);
+  assert.equal(gw.state.qps.size, 0);
+  assert.throws(() => qp.query(), /destroyed/);
+  assert.equal(gw.state.engine.running, false);
+  // The address is free again.
+  const again = await startTestGateway();
+  await again.close();
+});
