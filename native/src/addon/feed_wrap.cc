@@ -48,6 +48,20 @@ struct Handle {
     engine_js = Napi::Persistent(info[0].As<Napi::Object>());
     device_js = Napi::Persistent(info[1].As<Napi::Object>());
   }
+  void bind(const Napi::CallbackInfo& info, EnginePtr e, feed::FeedAgent* a, std::uint32_t handle_id) {
+    engine = std::move(e);
+    agent = a;
+    id = handle_id;
+    hold(info);
+  }
+  // Removes the publisher or subscriber from its agent, on the engine thread. Idempotent.
+  void release(bool (feed::FeedAgent::*remove)(std::uint32_t)) {
+    if (id == 0) return;
+    const std::uint32_t was = id;
+    id = 0;
+    feed::FeedAgent* a = agent;
+    engine->run_on_engine([&] { (void)(a->*remove)(was); });
+  }
 };
 
 struct Resolved {
@@ -96,21 +110,12 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
   ~PublisherWrap() override { release(); }
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
-    h_.engine = r.engine;
-    h_.agent = r.agent;
-    h_.id = id;
-    h_.hold(info);
+    h_.bind(info, r.engine, r.agent, id);
     stats_ = std::move(stats);
   }
 
  private:
-  void release() {
-    if (h_.id == 0) return;
-    const std::uint32_t id = h_.id;
-    h_.id = 0;
-    feed::FeedAgent* agent = h_.agent;
-    h_.engine->run_on_engine([&] { agent->remove_publisher(id); });
-  }
+  void release() { h_.release(&feed::FeedAgent::remove_publisher); }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
   Napi::Value Session(const Napi::CallbackInfo& info) { return num(info.Env(), stats_->session.get()); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {
@@ -220,21 +225,12 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
   ~SubscriberWrap() override { release(); }
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats) {
-    h_.engine = r.engine;
-    h_.agent = r.agent;
-    h_.id = id;
-    h_.hold(info);
+    h_.bind(info, r.engine, r.agent, id);
     stats_ = std::move(stats);
   }
 
  private:
-  void release() {
-    if (h_.id == 0) return;
-    const std::uint32_t id = h_.id;
-    h_.id = 0;
-    feed::FeedAgent* agent = h_.agent;
-    h_.engine->run_on_engine([&] { agent->remove_subscriber(id); });
-  }
+  void release() { h_.release(&feed::FeedAgent::remove_subscriber); }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
