@@ -1,8 +1,8 @@
 // RC endpoints over real UDP on loopback for the acceptance tests of the
 // soft backend (issue 3): a device with one PD, one CQ and one registered
-// buffer, and QPs brought RESET → INIT → RTR → RTS with every attribute
-// spelled out, as ibv_rc_pingpong does. Each test uses its own 127.62.x.y
-// addresses, so ctest -j runs them side by side.
+// buffer, and QPs brought RESET → INIT → RTR → RTS by verbs::connect_rc.
+// Each test uses its own 127.62.x.y addresses, so ctest -j runs them side by
+// side.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "soft_fixture.h"
+#include "verbs/rc_connect.h"
 #include "verbs/soft/soft_device.h"
 #include "verbs/soft/soft_qp.h"
 
@@ -63,40 +64,24 @@ struct Endpoint {
     auto qp = pd->create_qp(init);
     EXPECT_TRUE(qp.ok()) << (qp.ok() ? "" : qp.error().message);
     if (!qp.ok()) return nullptr;
-    QpAttr a;
-    a.qp_state = QpState::INIT;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = o.qp_access;
-    const Status s = (*qp)->modify(a, QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT |
-                                          QpAttrMask::ACCESS_FLAGS);
-    EXPECT_TRUE(s.ok()) << s.message();
     return std::move(*qp);
   }
 
-  // INIT → RTR → RTS towards (peer_gid, peer_qpn).
+  // INIT → RTR → RTS towards (peer_gid, peer_qpn), through the gateway's own
+  // verbs::connect_rc (so every acceptance test exercises it).
   static void connect(QueuePair& qp, const Gid& peer_gid, std::uint32_t peer_qpn, std::uint32_t my_psn,
                       std::uint32_t peer_psn, const RcOptions& o) {
-    QpAttr a;
-    a.qp_state = QpState::RTR;
-    a.path_mtu = o.mtu;
-    a.dest_qp_num = peer_qpn;
-    a.rq_psn = peer_psn;
-    a.ah_attr.dgid = peer_gid;
-    a.ah_attr.hop_limit = 64;
-    a.max_dest_rd_atomic = o.max_rd_atomic;
-    a.min_rnr_timer = o.min_rnr_timer;
-    Status s = qp.modify(a, QpAttrMask::STATE | QpAttrMask::AV | QpAttrMask::PATH_MTU | QpAttrMask::DEST_QPN |
-                                QpAttrMask::RQ_PSN | QpAttrMask::MAX_DEST_RD_ATOMIC | QpAttrMask::MIN_RNR_TIMER);
-    ASSERT_TRUE(s.ok()) << s.message();
-    a.qp_state = QpState::RTS;
-    a.sq_psn = my_psn;
-    a.timeout = o.timeout;
-    a.retry_cnt = o.retry_cnt;
-    a.rnr_retry = o.rnr_retry;
-    a.max_rd_atomic = o.max_rd_atomic;
-    s = qp.modify(a, QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT |
-                         QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC);
+    RcParams local;
+    local.psn = my_psn;
+    local.mtu = o.mtu;
+    local.access = o.qp_access;
+    local.timeout = o.timeout;
+    local.retry_cnt = o.retry_cnt;
+    local.rnr_retry = o.rnr_retry;
+    local.min_rnr_timer = o.min_rnr_timer;
+    local.max_rd_atomic = o.max_rd_atomic;
+    local.max_dest_rd_atomic = o.max_rd_atomic;
+    const Status s = connect_rc(qp, local, RcPeer{peer_gid, peer_qpn, peer_psn, o.mtu});
     ASSERT_TRUE(s.ok()) << s.message();
   }
 

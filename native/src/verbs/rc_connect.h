@@ -1,0 +1,47 @@
+// Taking a server-side RC queue pair from RESET to RTS in one step, for the
+// gateway's sessions (order entry, risk, recovery): the client created its
+// QP first and sent its QPN, PSN, GID and MTU through the control plane
+// handshake, so the gateway's QP can go INIT → RTR → RTS at once, with every
+// attribute spelled out as ibv_rc_pingpong does. The client then takes its
+// own QP to RTR/RTS with the gateway's answer.
+#pragma once
+
+#include <cstdint>
+
+#include "verbs/device.h"
+
+namespace qpgate::verbs {
+
+// What the other side told us in the handshake.
+struct RcPeer {
+  Gid gid;
+  std::uint32_t qpn = 0;  // 24 bits
+  std::uint32_t psn = 0;  // 24 bits: its first send PSN = our rq_psn
+  Mtu mtu = Mtu::MTU_1024;
+};
+
+// Our side's transport parameters (IBA 9.7: timeouts and retries).
+struct RcParams {
+  std::uint32_t psn = 0;                 // our first send PSN (random by the caller: see random_psn)
+  Mtu mtu = Mtu::MTU_1024;               // the path MTU is min(ours, the peer's)
+  AccessFlags access = Access::LOCAL_WRITE;  // remote operations this QP's responder accepts
+  std::uint8_t timeout = 14;             // local ACK timeout 4.096 µs × 2^14 ≈ 67 ms
+  std::uint8_t retry_cnt = 7;
+  std::uint8_t rnr_retry = 7;            // 7 = retry RNR NAKs forever
+  std::uint8_t min_rnr_timer = 1;        // 0.01 ms, advertised in our RNR NAKs
+  std::uint8_t max_rd_atomic = 0;        // READ/atomic we initiate in flight
+  std::uint8_t max_dest_rd_atomic = 0;   // READ/atomic we serve in flight
+  std::uint8_t hop_limit = 64;
+  std::uint8_t sgid_index = 0;           // the device's chosen source GID (ibv: IbvDevice's selection)
+  std::uint8_t traffic_class = 0;
+};
+
+// A random 24-bit PSN (getrandom; a fixed start PSN lets stale packets of an
+// earlier connection land in a new one).
+std::uint32_t random_psn();
+
+// RESET → INIT → RTR → RTS towards `peer`. On failure the QP is left where
+// it stopped and the Status names the transition and attribute refused.
+Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
+
+}  // namespace qpgate::verbs
