@@ -7,6 +7,7 @@ import { startGateway } from './service.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
+import { addPingpongCommand } from '../pingpong/command.js';
 
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('qpgate')
@@ -65,6 +66,9 @@ export async function main(argv: string[]): Promise<number> {
       });
   client('status', 'device, port state, GIDs, MTU, engine placement, SLOs, feeds and sessions of a running gateway (like ibstat)', statusCommand);
   client('qps', 'the queue pairs of a running gateway (like `rdma res show qp`)', qpsCommand);
+  addPingpongCommand(program, (code) => {
+    exitCode = code;
+  });
 
   try {
     await program.parseAsync(argv);
