@@ -228,8 +228,11 @@ export interface AsyncEvent {
 
 /** How the device receives and checks, and what the kernel granted (net.h NetReport). */
 export interface NetReport {
-  /** 'plain-udp': the ICRC is checked against an IPv4-ID-0 pseudo header (docs/protocol.md §1.8). */
-  readonly receiveMode: 'plain-udp';
+  /**
+   * 'plain-udp': the ICRC is checked against an IPv4-ID-0 pseudo header;
+   * 'af-packet': against the real IP header (docs/protocol.md §1.8).
+   */
+  readonly receiveMode: ReceiveMode;
   readonly icrcPolicy: IcrcPolicy;
   readonly rcvbufGranted: number;
   readonly sndbufGranted: number;
@@ -388,6 +391,8 @@ export function bufferAddress(buffer: ArrayBuffer | ArrayBufferView): bigint {
 // ---------------------------------------------------------------- objects
 
 export type IcrcPolicy = 'strict' | 'count-unverifiable';
+/** How a soft device reads packets, and so what its ICRC check can cover (docs/protocol.md §1.8). */
+export type ReceiveMode = 'plain-udp' | 'af-packet';
 
 export interface OpenDeviceOptions {
   /** The device's IPv4 address ('127.0.0.2'); it must belong to an interface (lo owns 127/8). */
@@ -404,6 +409,13 @@ export interface OpenDeviceOptions {
    * rxe / NIC peers, whose IPv4 ID a plain socket cannot see).
    */
   readonly icrcPolicy?: IcrcPolicy;
+  /**
+   * 'plain-udp' (default): UDP sockets, no privilege needed. 'af-packet': an
+   * AF_PACKET socket sees each packet's real IP header, so the ICRC of every
+   * sender — rxe and NICs, whose IPv4 ID is not 0 — is verified and
+   * icrcPolicy does not apply; needs CAP_NET_RAW (EPERM otherwise).
+   */
+  readonly receiveMode?: ReceiveMode;
   /** Socket buffer sizes asked for (the grant is in netReport()). */
   readonly rcvbuf?: number;
   readonly sndbuf?: number;

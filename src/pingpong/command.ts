@@ -17,6 +17,7 @@ interface PingpongFlags {
   rxDepth: string;
   chk?: boolean;
   icrc: 'strict' | 'count-unverifiable';
+  receiveMode: 'plain-udp' | 'af-packet';
   json?: boolean;
 }
 
@@ -42,6 +43,11 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
         .choices(['strict', 'count-unverifiable'])
         .default('strict'),
     )
+    .addOption(
+      new Option('--receive-mode <mode>', 'plain-udp: UDP sockets; af-packet: see the real IP header and verify every ICRC, rxe\'s included (needs CAP_NET_RAW)')
+        .choices(['plain-udp', 'af-packet'])
+        .default('plain-udp'),
+    )
     .option('--json', 'print the result as JSON after the run')
     .action(async (server: string | undefined, flags: PingpongFlags) => {
       try {
@@ -56,6 +62,7 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
           rxDepth: integer(flags.rxDepth, '--rx-depth'),
           check: flags.chk === true,
           icrcPolicy: flags.icrc,
+          receiveMode: flags.receiveMode,
         });
         if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
         if (result.checked === false) setExitCode(1);

@@ -14,7 +14,8 @@
 //
 // Unlike the C tools, a stalled run ends: no completion for `stallMs` fails
 // with the device's drop counters (the usual cause against rxe or a NIC is
-// the ICRC policy: their IPv4 ID is not 0, see docs/protocol.md §1.8).
+// the receive mode: their IPv4 ID is not 0, which a plain UDP socket cannot
+// see, so only --receive-mode af-packet verifies their ICRC; docs/protocol.md §1.8).
 import { randomInt } from 'node:crypto';
 
 import { Engine } from '../native/engine.js';
@@ -27,6 +28,7 @@ import {
   type MemoryRegion,
   type PathMtu,
   type ProtectionDomain,
+  type ReceiveMode,
   type QueuePair,
   type Wc,
 } from '../native/verbs.js';
@@ -52,6 +54,8 @@ export interface PingpongOptions {
   /** Client: fill the buffer with a pattern first and check it came back intact after the last round trip. */
   readonly check?: boolean;
   readonly icrcPolicy?: IcrcPolicy;
+  /** 'af-packet' checks the ICRC of rxe / NIC peers against their real IP header (needs CAP_NET_RAW). */
+  readonly receiveMode?: ReceiveMode;
   /** Fail when nothing completes for this long (default 10 s). */
   readonly stallMs?: number;
   /** Where the C tools' lines go (default stdout). */
@@ -113,7 +117,12 @@ export async function runPingpong(options: PingpongOptions): Promise<PingpongRes
       remote = await clientExchange(options.server, port, local);
       connect(remote);
     } else {
-      remote = await serverExchange(port, local, connect, { onListening: options.onListening });
+      remote = await serverExchange(port, local, connect, {
+        onListening: (p) => {
+          print(`  waiting for a client on TCP port ${p}`);
+          options.onListening?.(p);
+        },
+      });
     }
     print(`  remote address: ${describe(remote)}`);
     const pattern = options.server !== undefined && options.check === true ? fillPattern(ctx, transport, size) : undefined;
@@ -134,7 +143,11 @@ export async function runPingpong(options: PingpongOptions): Promise<PingpongRes
 }
 
 function open(engine: Engine, options: PingpongOptions, transport: 'rc' | 'ud', size: number, rxDepth: number): Context {
-  const device = openDevice(engine, { address: options.address, icrcPolicy: options.icrcPolicy ?? 'strict' });
+  const device = openDevice(engine, {
+    address: options.address,
+    icrcPolicy: options.icrcPolicy ?? 'strict',
+    receiveMode: options.receiveMode ?? 'plain-udp',
+  });
   const pd = device.allocPd();
   const cq = device.createCq(rxDepth + 1);
   const buf = Buffer.alloc(transport === 'ud' ? size + GRH_BYTES : size, 0x7b);
@@ -240,7 +253,7 @@ function stalled(ctx: Context, scnt: number, rcnt: number, iters: number, stallM
   const drops = Object.entries(counters).filter(([k, v]) => v !== 0 && /icrc|drop|mismatch|malformed|unverifiable/.test(k));
   const hint =
     (counters['wire.icrc_mismatch'] ?? 0) > 0
-      ? ' — packets failed the ICRC check: a peer whose IPv4 ID is not 0 (rxe, a NIC) needs --icrc count-unverifiable'
+      ? ' — packets failed the ICRC check: a peer whose IPv4 ID is not 0 (rxe, a NIC) needs --receive-mode af-packet (or --icrc count-unverifiable)'
       : '';
   return new Error(
     `pingpong: no completion for ${stallMs} ms after ${scnt}/${iters} sends and ${rcnt}/${iters} receives; ` +

@@ -23,7 +23,9 @@ for g in /sys/class/infiniband/$dev/ports/1/gids/*; do
 done
 [[ -n $gidx ]] || { echo "no RoCE v2 GID for $rxe_ip on $dev" >&2; exit 3; }
 
-qpgate() { ip netns exec "$ns" node "$root/bin/qpgate.js" pingpong -a "$peer_ip" --icrc count-unverifiable --json -n "$iters" "$@"; }
+# af-packet: our side sees rxe's real IPv4 header (its ID is not 0) and
+# verifies every ICRC, strictly.
+qpgate() { ip netns exec "$ns" node "$root/bin/qpgate.js" pingpong -a "$peer_ip" --receive-mode af-packet --icrc strict --json -n "$iters" "$@"; }
 
 run_case() {  # transport, who serves (rxe|qpgate), port
   local t=$1 server=$2 port=$3 c_status q_status
@@ -38,8 +40,13 @@ run_case() {  # transport, who serves (rxe|qpgate), port
   else
     timeout 120 bash -c "$(declare -f qpgate); ns=$ns root=$root peer_ip=$peer_ip iters=$iters; qpgate -t $t -p $port" >"$work/q.out" 2>&1 &
     local q_pid=$!
-    # The C client does not retry its connect: wait until our server listens.
-    for _ in $(seq 1 300); do ip netns exec "$ns" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
+    # The C client does not retry its connect: wait until our server says it
+    # listens (node starts slowly under emulation; no process per check).
+    local deadline=$((SECONDS + 240)) line=""
+    until [[ $line == *"waiting for a client"* ]] || ((SECONDS > deadline)); do
+      sleep 0.5
+      while IFS= read -r line; do [[ $line == *"waiting for a client"* ]] && break; done <"$work/q.out"
+    done
     timeout 120 "ibv_${t}_pingpong" -d "$dev" -g "$gidx" -n "$iters" -p "$port" "$peer_ip" >"$work/c.out" 2>&1
     c_status=$?
     wait $q_pid; q_status=$?

@@ -46,6 +46,23 @@ test('opening a taken address or an unknown interface fails with the errno code'
   }
 });
 
+test('the af-packet receive mode is reported, and an unknown mode is refused by name', () => {
+  const engine = startEngine();
+  try {
+    if (process.getuid?.() === 0) {
+      const d = openDevice(engine, { address: '127.63.2.9', receiveMode: 'af-packet' });
+      assert.equal(d.netReport().receiveMode, 'af-packet');
+      d.close();
+    }
+    assert.throws(
+      () => openDevice(engine, { address: '127.63.2.10', receiveMode: 'raw' as never }),
+      (e: unknown) => e instanceof TypeError && e.message === "openDevice: receiveMode must be 'plain-udp' or 'af-packet', got 'raw'",
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
 test('an illegal modify throws EINVAL naming the transition or the attribute', () => {
   const engine = startEngine();
   try {

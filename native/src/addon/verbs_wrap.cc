@@ -572,7 +572,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
     soft::SoftDevice& d = dev(env);
     const soft::NetReport& r = d.net_report();
     Napi::Object o = Napi::Object::New(env);
-    o.Set("receiveMode", "plain-udp");
+    o.Set("receiveMode", std::string(soft::receive_mode_name(r.receive_mode)));
     o.Set("icrcPolicy", std::string(soft::icrc_policy_name(d.icrc_policy())));
     o.Set("rcvbufGranted", Napi::Number::New(env, r.rcvbuf_granted));
     o.Set("sndbufGranted", Napi::Number::New(env, r.sndbuf_granted));
@@ -587,7 +587,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
   }
 };
 
-// openDevice(engine, {address | name, icrcPolicy?, rcvbuf?, sndbuf?, perFlowSourcePort?, probeIpv4Id?})
+// openDevice(engine, {address | name, icrcPolicy?, receiveMode?, rcvbuf?, sndbuf?, perFlowSourcePort?, probeIpv4Id?})
 Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* classes = static_cast<VerbsClasses*>(info.Data());
@@ -610,6 +610,12 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
     if (p == "strict") opts.icrc_policy = soft::IcrcPolicy::DROP_UNVERIFIED;
     else if (p == "count-unverifiable") opts.icrc_policy = soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED;
     else throw Napi::TypeError::New(env, "openDevice: icrcPolicy must be 'strict' or 'count-unverifiable', got '" + p + "'");
+  }
+  if (o.Has("receiveMode") && !o.Get("receiveMode").IsUndefined()) {
+    const std::string m = o.Get("receiveMode").ToString().Utf8Value();
+    if (m == "plain-udp") opts.net.receive_mode = soft::ReceiveMode::kPlainUdp;
+    else if (m == "af-packet") opts.net.receive_mode = soft::ReceiveMode::kAfPacket;
+    else throw Napi::TypeError::New(env, "openDevice: receiveMode must be 'plain-udp' or 'af-packet', got '" + m + "'");
   }
   if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
   if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));

@@ -104,6 +104,13 @@ bool icrc_verify(std::span<const std::uint8_t> roce, const UdpFlow& flow) {
   return icrc_compute(h.span(), roce.first(roce.size() - kIcrcBytes)) == icrc_stored(roce);
 }
 
+bool icrc_verify(std::span<const std::uint8_t> roce, std::span<const std::uint8_t> ip_udp) {
+  if (roce.size() < kBthBytes + kIcrcBytes || ip_udp.empty()) return false;
+  const IpFamily family = (ip_udp[0] >> 4) == 6 ? IpFamily::kIpv6 : IpFamily::kIpv4;
+  if (ip_udp.size() != ip_udp_header_bytes(family)) return false;
+  return icrc_compute(ip_udp, roce.first(roce.size() - kIcrcBytes)) == icrc_stored(roce);
+}
+
 void icrc_store(std::span<std::uint8_t> roce, std::span<const std::uint8_t> ip_udp) {
   assert(roce.size() >= kBthBytes + kIcrcBytes);
   const std::size_t n = roce.size() - kIcrcBytes;

@@ -55,6 +55,9 @@ struct IcrcPseudoHeader {
 // `roce_len` is the UDP payload length: BTH .. ICRC inclusive.
 IcrcPseudoHeader icrc_pseudo_header(const UdpFlow& flow, std::size_t roce_len);
 bool icrc_verify(std::span<const std::uint8_t> roce, const UdpFlow& flow);
+// The real headers, apart from the payload: `ip_udp` as for icrc_compute
+// (false when its size is not that of its IP version's headers).
+bool icrc_verify(std::span<const std::uint8_t> roce, std::span<const std::uint8_t> ip_udp);
 
 // Computes and writes the ICRC into the last 4 bytes of `roce`.
 // `ip_udp` as for icrc_compute. Precondition: roce.size() >= 16.

@@ -56,6 +56,13 @@ Result<Packet> decode_verified(std::span<const std::uint8_t> roce, const UdpFlow
   return r;
 }
 
+Result<Packet> decode_verified(std::span<const std::uint8_t> roce, std::span<const std::uint8_t> ip_udp) {
+  Result<Packet> r = decode(roce);
+  if (!r.ok()) return r;
+  if (!icrc_verify(roce, ip_udp)) return DecodeError::kIcrcMismatch;
+  return r;
+}
+
 PacketFields fields_of(const Packet& p) {
   PacketFields f;
   const BthView b = p.bth();

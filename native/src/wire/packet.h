@@ -107,6 +107,9 @@ Result<Packet> decode(std::span<const std::uint8_t> roce);
 Result<Packet> decode_verified(const OuterView& outer);
 // Decode + ICRC check, plain UDP socket: pseudo header synthesized from the flow.
 Result<Packet> decode_verified(std::span<const std::uint8_t> roce, const UdpFlow& flow);
+// Decode + ICRC check against the real IP and UDP headers as received
+// (`ip_udp`: 28 or 48 bytes), kept apart from the payload (raw receive).
+Result<Packet> decode_verified(std::span<const std::uint8_t> roce, std::span<const std::uint8_t> ip_udp);
 
 // The fields of a decoded packet; encode(fields_of(p), p.payload) rebuilds
 // p's headers and payload byte for byte (pad bytes and the CNP's reserved

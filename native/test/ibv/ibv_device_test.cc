@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/ud_setup.h"
 #include "verbs/ibv/ibv_device.h"
 
 namespace qpgate::verbs::ibv {
@@ -110,18 +111,7 @@ void connect_rc(QueuePair& q, const AhAttr& to, std::uint32_t dest_qpn, std::uin
   EXPECT_EQ(q.state(), QpState::RTS);
 }
 
-void init_ud(QueuePair& q, std::uint32_t qkey) {
-  QpAttr a;
-  a.qp_state = QpState::INIT;
-  a.port_num = 1;
-  a.qkey = qkey;
-  ASSERT_TRUE(q.modify(a, QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY).ok());
-  a.qp_state = QpState::RTR;
-  ASSERT_TRUE(q.modify(a, QpAttrMask::STATE).ok());
-  a.qp_state = QpState::RTS;
-  a.sq_psn = 0x123;
-  ASSERT_TRUE(q.modify(a, QpAttrMask::STATE | QpAttrMask::SQ_PSN).ok());
-}
+using test::ready_ud;
 
 // ---------------------------------------------------------------- device and GID
 
@@ -534,8 +524,8 @@ TEST_F(IbvLoopback, UdUnicastArrivesWithTheGrhArea) {
   qp[0] = make_qp(QpType::UD, 0);
   qp[1] = make_qp(QpType::UD, 1);
   ASSERT_TRUE(qp[0] && qp[1]);
-  init_ud(*qp[0], kQkey);
-  init_ud(*qp[1], kQkey);
+  ready_ud(*qp[0], kQkey);
+  ready_ud(*qp[1], kQkey);
   std::array<Sge, 1> rs = {sge(1, 0, 40 + 64)};
   ASSERT_TRUE(qp[1]->post_recv(RecvWr{5, nullptr, rs}).ok());
   auto ah = pd->create_ah(ah_to_self());
@@ -570,8 +560,8 @@ TEST_F(IbvLoopback, UdMulticastReachesAnAttachedQpThroughTheIpJoin) {
   qp[0] = make_qp(QpType::UD, 0);
   qp[1] = make_qp(QpType::UD, 1);
   ASSERT_TRUE(qp[0] && qp[1]);
-  init_ud(*qp[0], kQkey);
-  init_ud(*qp[1], kQkey);
+  ready_ud(*qp[0], kQkey);
+  ready_ud(*qp[1], kQkey);
   auto s = qp[1]->attach_mcast(mgid);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(qp[1]->attach_mcast(mgid).ok()) << "attaching twice is not an error";
@@ -769,160 +759,8 @@ TEST_F(IbvLoopback, ObjectsMayBeDestroyedInAnyOrder) {
 // rxe_a on veth-a (10.77.1.1) and rxe_b on veth-b (10.77.1.2), from
 // `test/rdma-vm/run --veth`: packets really cross the veth (policy routing
 // in the guest), which the veth's counters prove. Skips without that setup.
-class IbvAcrossVeth : public ::testing::Test {
- protected:
-  struct Side {
-    std::unique_ptr<IbvDevice> dev;
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> cq;
-    std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(4096);
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
-    Sge sge(std::size_t off, std::uint32_t len) const {
-      return Sge{reinterpret_cast<std::uintptr_t>(buf.data()) + off, len, mr->lkey()};
-    }
-    AhAttr ah_to(const Side& peer) const {
-      AhAttr a;
-      a.dgid = peer.dev->gid().gid;
-      a.sgid_index = dev->gid().index;
-      return a;
-    }
-  };
-
-  void SetUp() override {
-    QPGATE_NEED_IBV_DEVICE();
-    const char* a = std::getenv("QPGATE_VM_VETH_A_DEV");
-    const char* b = std::getenv("QPGATE_VM_VETH_B_DEV");
-    if (a == nullptr || b == nullptr) GTEST_SKIP() << "needs two rxe devices on a veth pair (test/rdma-vm/run --veth)";
-    open(side[0], a, std::getenv("QPGATE_VM_VETH_A_IP"));
-    open(side[1], b, std::getenv("QPGATE_VM_VETH_B_IP"));
-  }
-
-  static void open(Side& s, const char* name, const char* ip) {
-    auto d = open_ibv_device({.device = name});
-    ASSERT_TRUE(d.ok()) << d.message();
-    s.dev = std::move(*d);
-    std::cout << "[ gid      ] " << s.dev->gid().report << "\n";
-    if (ip != nullptr) ASSERT_EQ(s.dev->gid().gid, *Gid::parse(ip));
-    auto pd = s.dev->alloc_pd();
-    ASSERT_TRUE(pd.ok()) << pd.message();
-    s.pd = std::move(*pd);
-    auto cq = s.dev->create_cq(64, 0);
-    ASSERT_TRUE(cq.ok()) << cq.message();
-    s.cq = std::move(*cq);
-    auto mr = s.pd->reg_mr(s.buf.data(), s.buf.size(), kAllAccess);
-    ASSERT_TRUE(mr.ok()) << mr.message();
-    s.mr = std::move(*mr);
-  }
-
-  void make_qp(Side& s, QpType type) {
-    QpInitAttr ia;
-    ia.qp_type = type;
-    ia.send_cq = s.cq.get();
-    ia.recv_cq = s.cq.get();
-    ia.cap = QpCap{16, 16, 1, 1, 0};
-    auto q = s.pd->create_qp(ia);
-    ASSERT_TRUE(q.ok()) << q.message();
-    s.qp = std::move(*q);
-  }
-
-  static std::uint64_t counter(const std::string& path) {
-    std::ifstream f(path);
-    std::uint64_t v = 0;
-    f >> v;
-    return v;
-  }
-  static std::uint64_t rx_packets(const Side& s) {
-    return counter("/sys/class/net/" + s.dev->netdev() + "/statistics/rx_packets");
-  }
-
-  std::array<Side, 2> side;
-};
-
-TEST_F(IbvAcrossVeth, RcSendWriteAndFetchAddCrossTheWire) {
-  make_qp(side[0], QpType::RC);
-  make_qp(side[1], QpType::RC);
-  connect_rc(*side[0].qp, side[0].ah_to(side[1]), side[1].qp->qp_num(), 10, 20);
-  connect_rc(*side[1].qp, side[1].ah_to(side[0]), side[0].qp->qp_num(), 20, 10);
-  const std::uint64_t rx_before = rx_packets(side[1]);
-
-  std::array<Sge, 1> rs = {side[1].sge(0, 64)};
-  ASSERT_TRUE(side[1].qp->post_recv(RecvWr{1, nullptr, rs}).ok());
-  std::memcpy(side[0].buf.data(), "across", 7);
-  std::uint64_t word = 40;
-  std::memcpy(side[1].buf.data() + 1024, &word, 8);
-  std::array<Sge, 2> ss = {side[0].sge(0, 7), side[0].sge(512, 8)};
-  std::array<SendWr, 3> w{};
-  w[0].wr_id = 1;
-  w[0].sg_list = std::span(&ss[0], 1);
-  w[0].opcode = WrOpcode::SEND;
-  w[1].wr_id = 2;
-  w[1].sg_list = std::span(&ss[0], 1);
-  w[1].opcode = WrOpcode::RDMA_WRITE;
-  w[1].rdma = {side[1].mr->addr() + 256, side[1].mr->rkey()};
-  w[2].wr_id = 3;
-  w[2].sg_list = std::span(&ss[1], 1);
-  w[2].opcode = WrOpcode::ATOMIC_FETCH_AND_ADD;
-  w[2].atomic = {side[1].mr->addr() + 1024, 2, 0, side[1].mr->rkey()};
-  for (auto& x : w) x.send_flags = SendFlag::SIGNALED;
-  auto r = side[0].qp->post_send(std::span<const SendWr>(w));
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  auto c = poll_n(*side[0].cq, 3);
-  ASSERT_EQ(c.size(), 3u);
-  for (const auto& wc : c) EXPECT_EQ(wc.status, WcStatus::IBV_WC_SUCCESS) << wc_text(wc);
-  auto got = poll_n(*side[1].cq, 1);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_STREQ(reinterpret_cast<const char*>(side[1].buf.data()), "across");
-  EXPECT_STREQ(reinterpret_cast<const char*>(side[1].buf.data() + 256), "across");
-  std::uint64_t orig = 0;
-  std::memcpy(&orig, side[0].buf.data() + 512, 8);
-  EXPECT_EQ(orig, 40u);
-  std::memcpy(&word, side[1].buf.data() + 1024, 8);
-  EXPECT_EQ(word, 42u);
-  EXPECT_GE(rx_packets(side[1]) - rx_before, 3u) << "the requests crossed the veth";
-}
-
-// A group across the veth: rxe_b's interface joins 239.77.1.5 through
-// attach_mcast; rxe_a sends to it out of veth-a.
-TEST_F(IbvAcrossVeth, UdMulticastCrossesTheWireToTheAttachedDevice) {
-  constexpr std::uint32_t kQkey = 0x01234567;
-  const Gid mgid = *Gid::parse("239.77.1.5");
-  make_qp(side[0], QpType::UD);
-  make_qp(side[1], QpType::UD);
-  init_ud(*side[0].qp, kQkey);
-  init_ud(*side[1].qp, kQkey);
-  auto s = side[1].qp->attach_mcast(mgid);
-  ASSERT_TRUE(s.ok()) << s.message();
-  constexpr int kCount = 5;
-  std::vector<Sge> rs;
-  for (int i = 0; i < kCount; ++i) rs.push_back(side[1].sge(static_cast<std::size_t>(i) * 128, 128));
-  for (int i = 0; i < kCount; ++i) {
-    ASSERT_TRUE(side[1].qp->post_recv(RecvWr{static_cast<std::uint64_t>(i), nullptr, std::span(&rs[static_cast<std::size_t>(i)], 1)}).ok());
-  }
-  AhAttr a = side[0].ah_to(side[1]);
-  a.dgid = mgid;
-  a.hop_limit = 1;
-  auto ah = side[0].pd->create_ah(a);
-  ASSERT_TRUE(ah.ok()) << ah.message();
-  const std::uint64_t rx_before = rx_packets(side[1]);
-  std::array<Sge, 1> ss = {side[0].sge(0, 16)};
-  std::memcpy(side[0].buf.data(), "feed-over-veth", 15);
-  for (int i = 0; i < kCount; ++i) {
-    SendWr w{};
-    w.wr_id = static_cast<std::uint64_t>(i);
-    w.sg_list = ss;
-    w.opcode = WrOpcode::SEND;
-    w.send_flags = SendFlag::SIGNALED;
-    w.ud = {ah->get(), kMulticastQpn, kQkey};
-    ASSERT_TRUE(side[0].qp->post_send(w).ok());
-  }
-  EXPECT_EQ(poll_n(*side[0].cq, kCount).size(), static_cast<std::size_t>(kCount));
-  auto got = poll_n(*side[1].cq, kCount);
-  std::cout << "[ mcast    ] " << got.size() << " of " << kCount << " datagrams to " << mgid.to_string()
-            << " across the veth; veth-b rx packets +" << (rx_packets(side[1]) - rx_before) << "\n";
-  ASSERT_EQ(got.size(), static_cast<std::size_t>(kCount));
-  EXPECT_EQ(std::memcmp(side[1].buf.data() + 40, "feed-over-veth", 15), 0);
-}
+// RC and UD across the veth pair (rxe_a ↔ rxe_b) are in the conformance suite
+// (native/test/conformance), which runs the same cases on both backends.
 
 }  // namespace
 }  // namespace qpgate::verbs::ibv

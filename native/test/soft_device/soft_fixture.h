@@ -25,8 +25,8 @@ inline std::int64_t now_ns() {
 inline constexpr std::uint32_t kQkey = 0x11111111;  // ud_pingpong's
 
 struct Node {
-  explicit Node(const char* address, std::size_t buffer_bytes = 1 << 16) : buffer(buffer_bytes, 0) {
-    SoftDeviceOptions o;
+  explicit Node(const char* address, std::size_t buffer_bytes = 1 << 16, SoftDeviceOptions o = {})
+      : buffer(buffer_bytes, 0) {
     o.address_or_name = address;
     o.net.probe_ipv4_id = false;
     auto d = open_soft_device(o);

@@ -80,6 +80,10 @@ std::string_view errno_symbol(int code) {
   return name != nullptr ? std::string_view(name) : known;
 }
 
+std::string_view receive_mode_name(ReceiveMode m) {
+  return m == ReceiveMode::kAfPacket ? "af-packet" : "plain-udp";
+}
+
 std::string_view ipv4_id_probe_name(Ipv4IdProbe p) {
   switch (p) {
     case Ipv4IdProbe::ZERO: return "zero";
@@ -144,12 +148,14 @@ UdpNet::~UdpNet() {
   for (auto& [port, fd] : tx_fds_) {
     if (fd >= 0) close(fd);
   }
+  const bool plain = !packet_rx_.has_value();  // only the plain mode's sockets were announced
   for (auto& [group, g] : groups_) {
-    if (observer_ != nullptr) observer_->fd_removed(g.fd);
+    if (observer_ != nullptr && plain) observer_->fd_removed(g.fd);
     close(g.fd);
   }
+  if (packet_rx_ && observer_ != nullptr) observer_->fd_removed(packet_rx_->fd());
   if (unicast_fd_ >= 0) {
-    if (observer_ != nullptr) observer_->fd_removed(unicast_fd_);
+    if (observer_ != nullptr && plain) observer_->fd_removed(unicast_fd_);
     close(unicast_fd_);
   }
 }
@@ -204,6 +210,16 @@ Result<std::unique_ptr<UdpNet>> UdpNet::open(const NetConfig& config) {
   if (!configure_receive(net->unicast_fd_, config.rcvbuf)) {
     return sys_error(errno, "setsockopt(IP_RECVTOS/IP_RECVTTL)");
   }
+  if (config.receive_mode == ReceiveMode::kAfPacket) {
+    // The UDP socket keeps <address>:4791 (no ICMP port unreachable, no
+    // second device on the address) but reads nothing: the packet socket does.
+    Result<PacketSocketRx> rx = PacketSocketRx::open(config.interface_name, config.rcvbuf, config.rx_batch,
+                                                     wire::kIpv4HeaderBytes + wire::kUdpHeaderBytes + kMaxRocePacket);
+    if (!rx) return rx.error();
+    if (!attach_drop_all_filter(net->unicast_fd_)) return sys_error(errno, "setsockopt(SO_ATTACH_FILTER) on the 4791 socket");
+    net->packet_rx_.emplace(std::move(*rx));
+  }
+  net->report_.receive_mode = config.receive_mode;
   net->report_.rcvbuf_granted = get_int(net->unicast_fd_, SOL_SOCKET, SO_RCVBUF);
   net->report_.sndbuf_granted = get_int(net->unicast_fd_, SOL_SOCKET, SO_SNDBUF);
   net->report_.source_port_mode =
@@ -576,6 +592,45 @@ int UdpNet::receive_from(int fd, const wire::IpAddress* group, const RxHandler& 
   return n;
 }
 
+// af-packet mode: whole IPv4 datagrams; the headers go into RxMeta so the
+// ingress checks the ICRC against them.
+int UdpNet::receive_packets(const RxHandler& fn) {
+  std::uint64_t truncated = 0;
+  const std::int64_t now = monotonic_now_ns();
+  int delivered = 0;
+  const int n = packet_rx_->receive(
+      [&](std::span<std::uint8_t> datagram) {
+        wire::Result<wire::OuterView> outer = wire::parse_ip_udp(datagram);
+        if (!outer.ok() || outer->family != wire::IpFamily::kIpv4) {
+          counters_.rx_bad_ip.inc();
+          return;
+        }
+        const wire::IpAddress& dst = outer->flow.dst;
+        const bool ours = dst == config_.address || groups_.count(ipv4_be(dst)) != 0;
+        if (!ours) {
+          counters_.rx_not_ours.inc();
+          return;
+        }
+        counters_.rx_packets.inc();
+        counters_.rx_bytes.add(outer->roce.size());
+        RxMeta meta;
+        meta.flow = outer->flow;
+        meta.traffic_class = outer->ip_header[1];
+        meta.hop_limit = outer->ip_header[8];
+        meta.rx_ns = now;
+        meta.ip_udp_len = static_cast<std::uint8_t>(outer->ip_header.size() + outer->udp_header.size());
+        std::memcpy(meta.ip_udp.data(), outer->ip_header.data(), meta.ip_udp_len);  // contiguous in the datagram
+        const std::size_t at = static_cast<std::size_t>(outer->roce.data() - datagram.data());
+        deliver_rx(datagram.subspan(at, outer->roce.size()), meta, fn);
+        ++delivered;
+      },
+      truncated);
+  if (n < 0) counters_.rx_errors.inc();
+  if (n > 0) counters_.rx_syscalls.inc();
+  counters_.rx_truncated.add(truncated);
+  return delivered;
+}
+
 int UdpNet::receive(const RxHandler& fn) {
   int total = 0;
   if (!rx_held_.empty()) {
@@ -585,6 +640,7 @@ int UdpNet::receive(const RxHandler& fn) {
       return true;
     });
   }
+  if (packet_rx_) return total + receive_packets(fn);
   total += receive_from(unicast_fd_, nullptr, fn);
   for (auto& [group_be, g] : groups_) {
     const wire::IpAddress group = ipv4_from_be(group_be);
@@ -621,6 +677,12 @@ Status UdpNet::join(const wire::IpAddress& group) {
   if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) != 0) {
     return fail("setsockopt(IP_ADD_MEMBERSHIP)");
   }
+  if (packet_rx_) {
+    // The membership makes the interface accept the group; the packet socket reads it.
+    if (!attach_drop_all_filter(fd)) return fail("setsockopt(SO_ATTACH_FILTER)");
+    groups_.emplace(be, Group{fd, 1});
+    return {};
+  }
   if (!configure_receive(fd, config_.rcvbuf)) return fail("setsockopt(IP_RECVTOS/IP_RECVTTL)");
   groups_.emplace(be, Group{fd, 1});
   if (observer_ != nullptr) observer_->fd_added(fd);
@@ -633,7 +695,7 @@ Status UdpNet::leave(const wire::IpAddress& group) {
     return Error{EINVAL, "leave: " + ip_to_string(group) + " is not joined on " + ip_to_string(config_.address)};
   }
   if (--it->second.refs > 0) return {};
-  if (observer_ != nullptr) observer_->fd_removed(it->second.fd);
+  if (observer_ != nullptr && !packet_rx_) observer_->fd_removed(it->second.fd);
   close(it->second.fd);  // closing drops the membership (IGMP leave)
   groups_.erase(it);
   return {};
@@ -646,6 +708,7 @@ std::uint32_t UdpNet::group_refs(const wire::IpAddress& group) const {
 }
 
 std::vector<int> UdpNet::receive_fds() const {
+  if (packet_rx_) return {packet_rx_->fd()};
   std::vector<int> fds{unicast_fd_};
   for (const auto& [be, g] : groups_) fds.push_back(g.fd);
   return fds;

@@ -51,6 +51,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,6 +59,7 @@
 #include "verbs/error.h"
 #include "verbs/soft/fault.h"
 #include "verbs/soft/ingress_counters.h"
+#include "verbs/soft/packet_rx.h"
 #include "verbs/soft/transport.h"
 #include "wire/ip_udp.h"
 
@@ -66,6 +68,14 @@ namespace qpgate::verbs::soft {
 // The largest RoCEv2 UDP payload: a 4096-byte MTU payload plus the largest
 // transport headers (rxe's RXE_MAX_HDR_LENGTH 80) and the ICRC.
 inline constexpr std::size_t kMaxRocePacket = 4096 + 80 + 4;
+
+// Where received packets are read (docs/protocol.md §1.8 says what each
+// checks): kPlainUdp, the UDP sockets (no privilege; the ICRC is checked
+// against a pseudo header that assumes the sender's IPv4 ID is 0, as ours);
+// kAfPacket, an AF_PACKET socket that sees the real IP header, so the ICRC
+// of any sender (rxe, NICs) is checked (needs CAP_NET_RAW; packet_rx.h).
+enum class ReceiveMode : std::uint8_t { kPlainUdp, kAfPacket };
+std::string_view receive_mode_name(ReceiveMode m);  // "plain-udp", "af-packet"
 
 struct NetConfig {
   static constexpr int kDefaultSocketBuffer = 4 << 20;
@@ -81,6 +91,8 @@ struct NetConfig {
   bool per_flow_source_port = true;  // false: every packet leaves from port 4791
   std::uint32_t max_tx_sockets = kDefaultMaxTxSockets;
   bool probe_ipv4_id = true;
+  ReceiveMode receive_mode = ReceiveMode::kPlainUdp;
+  std::string interface_name;  // the interface that owns `address` (af-packet binds to it)
 };
 
 // What the start-up check of the IPv4 ID found.
@@ -97,6 +109,7 @@ struct NetReport {
   Ipv4IdProbe ipv4_id = Ipv4IdProbe::UNVERIFIED;
   std::string ipv4_id_detail;  // what the probe saw, or why it could not look
   std::string source_port_mode;  // "per-flow sockets (bound <addr>:<sport>)" or "fixed 4791"
+  ReceiveMode receive_mode = ReceiveMode::kPlainUdp;
 };
 
 // Single writer (the engine thread), any reader (/metrics).
@@ -115,6 +128,8 @@ struct NetCounters {
   Counter rx_errors;
   Counter rx_truncated;       // datagrams larger than kMaxRocePacket (MSG_TRUNC), dropped
   Counter rx_not_ipv4;        // a sender address that is not AF_INET, dropped
+  Counter rx_not_ours;        // af-packet: to another address or an unjoined group (another device on the interface)
+  Counter rx_bad_ip;          // af-packet: IP/UDP headers that do not parse, dropped
 
   template <class Fn>
   void for_each(Fn&& fn) const {
@@ -132,6 +147,8 @@ struct NetCounters {
     fn(std::string_view("rx_errors"), rx_errors.get());
     fn(std::string_view("rx_truncated"), rx_truncated.get());
     fn(std::string_view("rx_not_ipv4"), rx_not_ipv4.get());
+    fn(std::string_view("rx_not_ours"), rx_not_ours.get());
+    fn(std::string_view("rx_bad_ip"), rx_bad_ip.get());
   }
 };
 
@@ -200,6 +217,7 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   Result<int> open_tx_socket(std::uint16_t port, bool reuse);
   int flush_socket(int fd, std::size_t first, std::size_t count);
   int receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn);
+  int receive_packets(const RxHandler& fn);
   void probe_ipv4_id();
   // What a held transmit packet needs to be queued later.
   struct TxHeldMeta {
@@ -229,6 +247,7 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   std::vector<TxSlot> tx_;
   std::size_t tx_count_ = 0;
   std::unique_ptr<RxBatch> rx_;
+  std::optional<PacketSocketRx> packet_rx_;  // af-packet mode
   FaultPlan fault_plan_;
   FaultCounters fault_counters_;
   FaultDice tx_dice_;

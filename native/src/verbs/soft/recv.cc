@@ -63,8 +63,12 @@ bool Ingress::qp_accepts(const SoftQp& qp, const wire::Packet& pkt, const RxMeta
 }
 
 int Ingress::receive(std::span<const std::uint8_t> roce, const RxMeta& meta) {
-  wire::Result<wire::Packet> decoded = wire::decode_verified(roce, meta.flow);
-  if (!decoded.ok() && decoded.error() == wire::DecodeError::kIcrcMismatch &&
+  // With the real headers the ICRC is always checked, whoever sent it; a
+  // plain socket's pseudo header is right only for ID-0 senders (recv.h).
+  const bool headers_seen = meta.ip_udp_len != 0;
+  wire::Result<wire::Packet> decoded =
+      headers_seen ? wire::decode_verified(roce, meta.ip_udp_seen()) : wire::decode_verified(roce, meta.flow);
+  if (!headers_seen && !decoded.ok() && decoded.error() == wire::DecodeError::kIcrcMismatch &&
       policy_ == IcrcPolicy::ACCEPT_COUNT_UNVERIFIED) {
     decoded = wire::decode(roce);  // structurally sound: accept without an integrity check
     if (decoded.ok()) counters_.icrc_unverifiable.inc();

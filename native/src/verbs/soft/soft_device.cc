@@ -387,6 +387,7 @@ Result<std::unique_ptr<SoftDevice>> open_soft_device(const SoftDeviceOptions& op
   if (!iface) return iface.error();
   NetConfig net_config = options.net;
   net_config.address = iface->address;
+  net_config.interface_name = iface->name;
   Result<std::unique_ptr<UdpNet>> net = UdpNet::open(net_config);
   if (!net) return net.error();
   std::uint32_t first_qpn = 0;

@@ -7,6 +7,7 @@
 // and duplication, and the device over real UDP.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -40,6 +41,12 @@ struct RxMeta {
   std::uint8_t traffic_class = 0;  // from IP_TOS / IPV6_TCLASS cmsg when available
   std::uint8_t hop_limit = 0;
   std::int64_t rx_ns = 0;          // CLOCK_MONOTONIC at receive
+  // The IP and UDP headers exactly as received, when the receive path saw
+  // them (the af-packet receive mode): the ICRC is then checked against
+  // them, IPv4 ID included, instead of a pseudo header that assumes ID 0.
+  std::uint8_t ip_udp_len = 0;     // 0: not seen (plain UDP socket)
+  std::array<std::uint8_t, wire::kMaxIpUdpHeaderBytes> ip_udp{};
+  std::span<const std::uint8_t> ip_udp_seen() const { return {ip_udp.data(), ip_udp_len}; }
 };
 
 // Joins and leaves IP multicast groups for the QPs of one device. The
