@@ -1,8 +1,13 @@
 #include "backend.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -40,20 +45,71 @@ void finish(Side& s) {
   s.mr = std::move(*mr);
 }
 
-void open_soft(Side& s, const std::string& address) {
+void open_soft(Side& s, const std::string& address, bool interop = false) {
   soft::SoftDeviceOptions o;
   o.address_or_name = address;
   o.net.probe_ipv4_id = false;
+  if (interop) {
+    // rxe's IPv4 ID is not 0: only the real header lets us check its ICRC.
+    o.net.receive_mode = soft::ReceiveMode::kAfPacket;
+    // Per-flow sockets open lazily, on the first packet, outside the
+    // namespace guard; one socket on 4791 opens here, inside it.
+    o.net.per_flow_source_port = false;
+  }
   auto d = soft::open_soft_device(o);
   ASSERT_TRUE(d.ok()) << d.error().message;
   soft::SoftDevice* raw = d->get();
   s.gid = raw->gid();
   s.work = [raw] { raw->do_work(now_ns()); };
+  if (interop) s.soft = raw;
   s.device = std::move(*d);
   finish(s);
 }
 
+// This thread inside network namespace `name` for the guard's life.
+class NetnsGuard {
+ public:
+  explicit NetnsGuard(const std::string& name) {
+    home_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int target = ::open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+    ok_ = home_ >= 0 && target >= 0 && setns(target, CLONE_NEWNET) == 0;
+    if (target >= 0) ::close(target);
+  }
+  ~NetnsGuard() {
+    if (ok_) setns(home_, CLONE_NEWNET);
+    if (home_ >= 0) ::close(home_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int home_ = -1;
+  bool ok_ = false;
+};
+
+#ifdef QPGATE_CONFORMANCE_IBV
+void open_ibv(Side& s, const char* name) {
+  auto d = ibv::open_ibv_device({.device = name});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  s.gid = (*d)->gid().gid;
+  s.sgid_index = static_cast<std::uint8_t>((*d)->gid().index);
+  s.work = [] {};
+  s.device = std::move(*d);
+  finish(s);
+}
+#endif
+
 }  // namespace
+
+void Conformance::TearDown() {
+  for (const Side& s : side) {
+    if (s.soft == nullptr) continue;
+    // Interop: every rxe packet the soft side took (if it was a receiver in
+    // this test) was checked against its real headers, and none failed.
+    EXPECT_EQ(s.soft->wire_counters().rejected_count(wire::DecodeError::kIcrcMismatch), 0u);
+    EXPECT_EQ(s.soft->ingress_counters().icrc_unverifiable.get(), 0u);
+    EXPECT_EQ(s.soft->wire_counters().accepted.get(), s.soft->net_counters().rx_packets.get());
+  }
+}
 
 void Conformance::SetUp() {
   if (GetParam() == "soft") {
@@ -66,22 +122,38 @@ void Conformance::SetUp() {
     return;
   }
 #ifdef QPGATE_CONFORMANCE_IBV
-  const char* a = std::getenv("QPGATE_VM_VETH_A_DEV");
-  const char* b = std::getenv("QPGATE_VM_VETH_B_DEV");
-  if (a == nullptr || b == nullptr || ibv::list_ibv_devices().empty()) {
-    if (ibv_required()) FAIL() << "QPGATE_REQUIRE_IBV=1 but there is no rxe pair (test/rdma-vm/run --veth)";
-    GTEST_SKIP() << "needs two rxe devices on a veth pair (test/rdma-vm/run --veth)";
+  if (GetParam() == "ibv") {
+    const char* a = std::getenv("QPGATE_VM_VETH_A_DEV");
+    const char* b = std::getenv("QPGATE_VM_VETH_B_DEV");
+    if (a == nullptr || b == nullptr || ibv::list_ibv_devices().empty()) {
+      if (ibv_required()) FAIL() << "QPGATE_REQUIRE_IBV=1 but there is no rxe pair (test/rdma-vm/run --veth)";
+      GTEST_SKIP() << "needs two rxe devices on a veth pair (test/rdma-vm/run --veth)";
+    }
+    open_ibv(side[0], a);
+    open_ibv(side[1], b);
+    return;
   }
-  const char* names[2] = {a, b};
-  for (int i = 0; i < 2; ++i) {
-    auto d = ibv::open_ibv_device({.device = names[i]});
-    ASSERT_TRUE(d.ok()) << d.error().message;
-    side[i].gid = (*d)->gid().gid;
-    side[i].sgid_index = static_cast<std::uint8_t>((*d)->gid().index);
-    side[i].work = [] {};
-    side[i].device = std::move(*d);
-    finish(side[i]);
+  // soft-rxe (the soft side is side 0) or rxe-soft (side 1).
+  const char* ns = std::getenv("QPGATE_VM_NETNS");
+  const char* ns_ip = std::getenv("QPGATE_VM_NETNS_IP");
+  const char* rxe = std::getenv("QPGATE_VM_NETNS_RXE_DEV");
+  if (ns == nullptr || ns_ip == nullptr || rxe == nullptr || ibv::list_ibv_devices().empty()) {
+    if (ibv_required()) FAIL() << "QPGATE_REQUIRE_IBV=1 but there is no rxe/netns pair (test/rdma-vm/run --netns)";
+    GTEST_SKIP() << "needs rxe_v and the qpgate-peer namespace (test/rdma-vm/run --netns)";
   }
+  const int soft_side = GetParam() == "soft-rxe" ? 0 : 1;
+  {
+    NetnsGuard in_peer(ns);
+    ASSERT_TRUE(in_peer.ok()) << "setns into " << ns << ": " << std::strerror(errno);
+    open_soft(side[soft_side], ns_ip, /*interop=*/true);
+  }
+  const std::string ns_name = ns;
+  side[soft_side].in_netns = [ns_name](const std::function<void()>& fn) {
+    NetnsGuard in_peer(ns_name);
+    ASSERT_TRUE(in_peer.ok());
+    fn();
+  };
+  open_ibv(side[1 - soft_side], rxe);
 #else
   if (ibv_required()) FAIL() << "QPGATE_REQUIRE_IBV=1 but this build has no ibv backend (no libibverbs-dev)";
   GTEST_SKIP() << "built without the ibv backend";

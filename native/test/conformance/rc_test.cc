@@ -1,6 +1,7 @@
 // RC on both backends: SEND both ways in order (with immediate data), a
 // message of many MTUs, RDMA WRITE and READ, FETCH_ADD and CMP_SWAP, a bad
 // rkey, and an RNR wait that ends when the receive is posted.
+#include <algorithm>
 #include <cstring>
 
 #include "backend.h"
@@ -170,8 +171,12 @@ TEST_P(Conformance, RcASendWithoutAReceiveWaitsOnRnrAndCompletesOnceOneIsPosted)
   EXPECT_STREQ(reinterpret_cast<const char*>(side[1].buffer.data() + 4096), "late receiver");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("soft", "ibv"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("soft", "ibv", "soft-rxe", "rxe-soft"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');  // gtest names: [A-Za-z0-9_]
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace qpgate::verbs::conformance

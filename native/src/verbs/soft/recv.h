@@ -1,15 +1,18 @@
 // The soft device's ingress (rxe_recv.c's role): every datagram that
 // arrived on the device's sockets passes here before any QP sees it.
 //
-//   1. decode + ICRC (wire::decode_verified with the pseudo header a plain
-//      UDP socket can build: the real addresses and ports, IPv4 ID 0, DF).
-//      A plain socket never sees the IPv4 ID, which the ICRC covers, so a
-//      mismatch means "corrupt, or a sender that does not use ID 0" (rxe,
-//      NICs). IcrcPolicy says what to do with it: drop (count
-//      wire icrc_mismatch; the default: only ID-0 peers, i.e. qpgate's soft
-//      backend, are accepted and every packet is integrity-checked) or accept
-//      and count icrc_unverifiable (interoperate with rxe/NIC peers, losing
-//      the integrity check for them).
+//   1. decode + ICRC. In the af-packet receive mode the real IP and UDP
+//      headers came with the packet (RxMeta::ip_udp) and the ICRC is checked
+//      against them: a mismatch is corruption, always dropped. Otherwise
+//      (plain UDP sockets) against the pseudo header a plain socket can
+//      build: the real addresses and ports, IPv4 ID 0, DF. A plain socket
+//      never sees the IPv4 ID, which the ICRC covers, so a mismatch means
+//      "corrupt, or a sender that does not use ID 0" (rxe, NICs).
+//      IcrcPolicy says what to do with it: drop (count wire icrc_mismatch;
+//      the default: only ID-0 peers, i.e. qpgate's soft backend, are
+//      accepted and every packet is integrity-checked) or accept and count
+//      icrc_unverifiable (interoperate with rxe/NIC peers, losing the
+//      integrity check for them).
 //   2. BTH: DestQP 0 and 1 (SMI/GSI QPs, which the soft device does not
 //      have) are rejected; CNPs are counted and dropped (no DCQCN).
 //   3. Multicast (DestQP 0xFFFFFF): only UD opcodes, only on a group
