@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "bench_verbs.h"
 #include "verbs/soft/qp_counters.h"
 #include "verbs/soft/soft_device.h"
 #include "verbs/soft/soft_qp.h"
@@ -34,7 +35,10 @@
 using namespace qpgate;
 using namespace qpgate::verbs;
 using namespace qpgate::verbs::soft;
+using bench::check;
+using bench::die;
 using bench::now_ns;
+using bench::take;
 
 namespace {
 
@@ -58,21 +62,6 @@ struct PeerInfo {
   std::uint32_t psn;
   Gid gid;
 };
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "bench_soft_rc_pingpong[%d]: %s\n", getpid(), what.c_str());
-  std::_Exit(1);
-}
-
-template <class T>
-T take(Result<T> r, const char* what) {
-  if (!r.ok()) die(std::string(what) + ": " + r.error().message);
-  return std::move(*r);
-}
-
-void check(const Status& s, const char* what) {
-  if (!s.ok()) die(std::string(what) + ": " + std::string(s.message()));
-}
 
 // One side: device, PD, CQ, MR and an RC QP in INIT with receives posted.
 struct Side {
@@ -388,6 +377,7 @@ int run_client(const Config& c, pid_t server, int from_server, int to_server) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::program_name = "bench_soft_rc_pingpong";
   bench::Args a(argc, argv);
   Config c;
   c.mode = a.str("mode", "pingpong");

@@ -23,12 +23,16 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "bench_verbs.h"
 #include "verbs/soft/soft_device.h"
 
 using namespace qpgate;
 using namespace qpgate::verbs;
 using namespace qpgate::verbs::soft;
+using bench::check;
+using bench::die;
 using bench::now_ns;
+using bench::take;
 
 namespace {
 
@@ -55,17 +59,6 @@ struct SubReport {
   std::int64_t first_ns;
   std::int64_t last_ns;
 };
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "bench_soft_ud_mcast[%d]: %s\n", getpid(), what.c_str());
-  std::_Exit(1);
-}
-
-template <class T>
-T take(Result<T> r, const std::string& what) {
-  if (!r.ok()) die(what + ": " + r.error().message);
-  return std::move(*r);
-}
 
 struct Dev {
   Dev(const std::string& address, std::uint32_t depth, std::size_t bytes) {
@@ -192,6 +185,7 @@ void run_sub(const Config& c, int index, int ready_fd, int stop_fd, int result_f
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::program_name = "bench_soft_ud_mcast";
   bench::Args a(argc, argv);
   Config c;
   c.size = static_cast<std::uint32_t>(a.num("size", 64));

@@ -10,7 +10,7 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/bench/run.js'), '--quick'], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
-    timeout: 600_000,
+    timeout: 900_000,
   });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /^isal\s+4096\s/m);
@@ -29,4 +29,10 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^mc_node\s+1024\s+1048\s+3\s+\d/m);
   assert.match(r.stdout, /^RC RTT p50 64 B \/ C busy-poll UDP RTT p50\s+[\d.]+\s+<= 2\s+(PASS|MISS)$/m);
   assert.match(r.stdout, /^UD mcast 64 B x 3 sub: soft sent\/s \/ C sendmmsg sent\/s\s+[\d.]+\s+>= 0\.9\s+(PASS|MISS)$/m);
+  // rdma: perftest and the ibv backend side by side on rxe in the guest
+  for (const t of ['send', 'write', 'atomic']) {
+    assert.match(r.stdout, new RegExp(`^${t}\\s+perftest ib_${t}_lat\\s+[\\d.]+`, 'm'));
+    assert.match(r.stdout, /qpgate ibv backend\s+[\d.]+/m);
+  }
+  assert.match(r.stdout, /^\s+ratio qpgate\/perftest\s+[\d.]+/m);
 });

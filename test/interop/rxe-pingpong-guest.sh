@@ -15,13 +15,7 @@ counters=/sys/class/infiniband/$dev/ports/1/hw_counters
 work=$(mktemp -d)
 
 # The RoCEv2 GID of rxe_ip (ibv_*_pingpong needs -g on RoCE).
-gidx=""
-for g in /sys/class/infiniband/$dev/ports/1/gids/*; do
-  i=${g##*/}
-  [[ $(cat "$g") == "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${rxe_ip//./ })" ]] || continue
-  [[ $(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i 2>/dev/null) == "RoCE v2" ]] && gidx=$i && break
-done
-[[ -n $gidx ]] || { echo "no RoCE v2 GID for $rxe_ip on $dev" >&2; exit 3; }
+gidx=$("$root/test/rdma-vm/roce-gid-index" "$dev" "$rxe_ip") || exit 3
 
 # af-packet: our side sees rxe's real IPv4 header (its ID is not 0) and
 # verifies every ICRC, strictly.
