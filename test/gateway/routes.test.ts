@@ -167,10 +167,8 @@ test('PUT /v1/log-level: admin changes the pino level; bad bodies are 400 naming
   await api.put('/v1/log-level', ADMIN_TOKEN, { level: 'silent' });
 });
 
-test('/v1/feeds and /v1/sessions are 404 "not enabled" until their services exist', async () => {
+test('/v1/sessions is 404 "not enabled" until its service exists', async () => {
   for (const [path, message] of [
-    ['/v1/feeds', 'feeds are not enabled in this gateway yet'],
-    ['/v1/feeds/md-a', 'feeds are not enabled in this gateway yet'],
     ['/v1/sessions', 'order sessions are not enabled in this gateway yet'],
     ['/v1/sessions/42', 'order sessions are not enabled in this gateway yet'],
   ] as const) {
@@ -178,9 +176,9 @@ test('/v1/feeds and /v1/sessions are 404 "not enabled" until their services exis
     assert.equal(r.status, 404, path);
     assert.deepEqual(r.json, { error: 'not_enabled', message }, path);
   }
-  assert.equal((await api.post('/v1/feeds', ADMIN_TOKEN, { name: 'x' })).status, 404);
-  assert.equal((await api.post('/v1/feeds', READ_TOKEN, { name: 'x' })).status, 403);
-  assert.equal((await api.get('/v1/feeds')).status, 401);
+  assert.equal((await api.post('/v1/sessions', ADMIN_TOKEN, { name: 'x' })).status, 404);
+  assert.equal((await api.post('/v1/sessions', READ_TOKEN, { name: 'x' })).status, 403);
+  assert.equal((await api.get('/v1/sessions')).status, 401);
 });
 
 test('GET /v1/status: one document for the page and the CLI', async () => {
@@ -189,7 +187,8 @@ test('GET /v1/status: one document for the page and the CLI', async () => {
   const b = r.json as any;
   assert.equal(b.ready, true);
   assert.equal(b.device.rdma.open, true);
-  assert.deepEqual(b.feeds, { enabled: false, summary: null });
+  // The feed service is there without feeds.enabled: it just has no feed yet.
+  assert.deepEqual(b.feeds, { enabled: true, summary: { count: 0, feeds: [] } });
   assert.deepEqual(b.sessions, { enabled: false, summary: null });
   assert.deepEqual(b.latencies, []);
   assert.ok(Array.isArray(b.qps));

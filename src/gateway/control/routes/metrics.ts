@@ -75,6 +75,8 @@ export function createRegistry(state: GatewayState): Registry {
   qpMetrics(registry, state);
   state.latency.exportTo(registry);
   state.slo.exportTo(registry);
+  state.feeds?.exportMetrics?.(registry);
+  state.sessions?.exportMetrics?.(registry);
   return registry;
 }
 
