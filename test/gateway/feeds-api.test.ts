@@ -209,3 +209,14 @@ test(`at most ${MAX_FEEDS} feeds: the next create is 409 and starts nothing`, as
   }
   assert.equal(((await api.get('/v1/feeds', READ_TOKEN)).json as any).count, 0);
 });
+
+test('once shutdown has begun (feeds stopped), POST /v1/feeds is 503 and starts nothing', async () => {
+  assert.equal((await api.post('/v1/feeds', ADMIN_TOKEN, feed('late', 1, 40))).status, 201);
+  // What shutdown's first step does (ControlExtension.stopAccepting), without closing the control plane yet.
+  gw.state.feeds!.stopAccepting!();
+  assert.deepEqual((await api.get('/v1/feeds', READ_TOKEN)).json, { count: 0, feeds: [] }, 'every feed stopped');
+  const r = await api.post('/v1/feeds', ADMIN_TOKEN, feed('later', 1, 41));
+  assert.equal(r.status, 503);
+  assert.deepEqual(r.json, { error: 'unavailable', message: 'the gateway is shutting down: no new feeds' });
+  assert.equal(((await api.get('/v1/qps', READ_TOKEN)).json as any).count, 0);
+});
