@@ -75,6 +75,7 @@ interface QpRow {
   pathMtu: number;
   packets: { sent: number; received: number };
   outstandingWrs: number | null;
+  recvWrsPosted: number | null;
   retransmits: { packets: number; rounds: number };
   timeouts: number;
   naksReceived: Record<string, number>;
@@ -182,7 +183,7 @@ function formatFeeds(feeds: { enabled: boolean; summary?: unknown }): string[] {
 export function formatQps(qps: QpRow[]): string {
   if (qps.length === 0) return 'no queue pairs';
   return table(
-    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'OUTST', 'SENT', 'RCVD', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
+    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', 'SENT', 'RCVD', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
     qps.map((q) => [
       q.qpn,
       q.type,
@@ -193,6 +194,7 @@ export function formatQps(qps: QpRow[]): string {
       `0x${q.qkey.toString(16).padStart(8, '0')}`,
       q.pathMtu,
       q.outstandingWrs ?? '-',
+      q.recvWrsPosted ?? '-',
       q.packets.sent,
       q.packets.received,
       q.retransmits.packets,

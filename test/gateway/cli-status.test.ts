@@ -48,7 +48,7 @@ test('qpgate status and qps read a running gateway (token from the state dir, or
     assert.equal(viaFile.status, 0, viaFile.stderr);
     const rows = viaFile.stdout.trimEnd().split('\n');
     assert.equal(rows.length, 2, viaFile.stdout);
-    assert.match(rows[1]!, /^ *\d+ +UD +RTS +\d+ +0 +0 +0x0feed001 +1024 +- +\d+ +0 +0 +0 +0 +0 +0 +0 +feed:default$/);
+    assert.match(rows[1]!, /^ *\d+ +UD +RTS +\d+ +0 +0 +0x0feed001 +1024 +\d+ +0 +\d+ +0 +0 +0 +0 +0 +0 +0 +feed:default$/);
     const viaEnv = await run(['status', '--url', gw.url, '--json'], { QPGATE_TOKEN: token });
     assert.equal(viaEnv.status, 0, viaEnv.stderr);
     assert.equal((JSON.parse(viaEnv.stdout) as { ready: boolean }).ready, true);
@@ -76,9 +76,9 @@ test('qpgate qps prints the QP table like `rdma res show qp`', async () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.equal(lines.length, 3);
-    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +OUTST +SENT +RCVD +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
+    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT +RCVD +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
     const byQpn = (qpn: number) => lines.find((l) => l.trimStart().startsWith(`${qpn} `))!;
-    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +0x00000000 +\d+ +- +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
+    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +0x00000000 +\d+ +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
     assert.match(byQpn(ud.qpNum), /^ *\d+ +UD +RESET .* feed:md-a$/);
     // Aligned: every column starts at the same offset on every line.
     const col = (l: string) => /^ *\S+ +/.exec(l)![0].length; // where the TYPE column starts

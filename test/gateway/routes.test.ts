@@ -60,6 +60,9 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
   const rc = gw.state.qps.createQp(pd, { type: 'RC', sendCq: cq, cap: { maxSendWr: 8, maxRecvWr: 8 } }, { owner: 'test', label: 'rc under test' });
   const ud = gw.state.qps.createQp(pd, { type: 'UD', sendCq: cq }, { owner: 'test' });
   rc.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: ['REMOTE_WRITE'] });
+  const mr = pd.regMr(Buffer.alloc(256), ['LOCAL_WRITE']);
+  // Three receive WRs posted: the "outstanding WRs" columns of /v1/qps count them.
+  rc.postRecv([0, 1, 2].map((i) => ({ wrId: BigInt(i), sgList: [mr.sge(i * 64, 64)] })));
   try {
     const r = await api.get('/v1/qps', READ_TOKEN);
     assert.equal(r.status, 200);
@@ -72,7 +75,8 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
     assert.equal(row.label, 'rc under test');
     assert.equal(row.sqPsn, 0);
     assert.equal(row.rqPsn, 0);
-    assert.equal(row.outstandingWrs, null);
+    assert.equal(row.outstandingWrs, 0);
+    assert.equal(row.recvWrsPosted, 3);
     assert.deepEqual(row.naksReceived, { psn_seq_err: 0, inv_req: 0, rem_access: 0, rem_op: 0, other: 0 });
     assert.deepEqual(row.rnrNaks, { received: 0, sent: 0 });
     assert.deepEqual(row.retransmits, { packets: 0, rounds: 0 });
@@ -88,6 +92,7 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
   } finally {
     gw.state.qps.destroy(rc.qpNum);
     gw.state.qps.destroy(ud.qpNum);
+    mr.dereg();
     cq.destroy();
     pd.dealloc();
   }

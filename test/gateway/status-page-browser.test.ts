@@ -116,6 +116,7 @@ test('the status page asks for a token, then shows live numbers that change with
   assert.equal(await qpRow.locator('td').nth(2).innerText(), 'RTS');
   assert.equal(await qpRow.locator('td').nth(7).innerText(), '0xfeed001');
   const sent1 = num((await qpRow.locator('td').nth(8).innerText()).split('/')[0]!);
+  assert.match(await qpRow.locator('td').nth(14).innerText(), /^\d+\/\d+$/, 'outstanding send / posted receive WRs');
 
   // Sessions: the order-session service is not part of this gateway.
   assert.equal(await page.locator('#sessions').innerText(), 'sessions are not enabled in this gateway');

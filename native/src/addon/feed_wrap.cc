@@ -1,6 +1,7 @@
 #include "feed_wrap.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -178,6 +179,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     verbs::Result<verbs::QpAttr> attr = verbs::Error{};
     verbs::QpInitAttr init;
     std::uint32_t qpn = 0;
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> wrs;  // send outstanding, receive posted (soft)
     std::vector<std::pair<std::string_view, std::uint64_t>> counters;
     h_.engine->run_on_engine([&] {
       const feed::Publisher* p = agent->publisher(id);
@@ -188,6 +190,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
       init = qp.init_attr();
       qpn = qp.qp_num();
       if (const verbs::soft::SoftQp* sqp = verbs::soft::as_soft_qp(qp)) {
+        wrs.emplace(sqp->send_wrs_outstanding(), sqp->recv_wrs_posted());
         sqp->counters().for_each([&](std::string_view name, std::uint64_t v) { counters.emplace_back(name, v); });
       }
     });
@@ -195,6 +198,10 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     if (!attr.ok()) throw verbs_error(env, attr.error());
     Napi::Object o = qp_attr_to_js(env, *attr, init);
     o.Set("qpNum", Napi::Number::New(env, qpn));
+    if (wrs) {
+      o.Set("sendWrsOutstanding", Napi::Number::New(env, wrs->first));
+      o.Set("recvWrsPosted", Napi::Number::New(env, wrs->second));
+    }
     Napi::Object c = Napi::Object::New(env);
     for (const auto& [name, v] : counters) c.Set(std::string(name), num(env, v));
     o.Set("counters", c);

@@ -52,8 +52,9 @@ export interface QpView {
   destGid: string;
   pathMtu: number;
   qkey: number;
-  /** Not reported by the verbs bindings yet: null. */
+  /** Send WRs posted and not completed; receive WRs posted and not consumed (null where the backend does not say). */
   outstandingWrs: number | null;
+  recvWrsPosted: number | null;
   cap: QpAttr['cap'];
   timeout: number;
   retryCnt: number;
@@ -89,7 +90,8 @@ export function qpView(t: TrackedQp): QpView {
     destGid: a.ahAttr.dgid,
     pathMtu: a.pathMtu,
     qkey: a.qkey,
-    outstandingWrs: null,
+    outstandingWrs: a.sendWrsOutstanding ?? null,
+    recvWrsPosted: a.recvWrsPosted ?? null,
     cap: a.cap,
     timeout: a.timeout,
     retryCnt: a.retryCnt,
