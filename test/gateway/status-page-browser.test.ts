@@ -27,8 +27,9 @@ before(async () => {
   const b = a.replace(/^239\.92\./, '239.93.');
   gw = await startTestGateway(
     `feeds:\n  channels:\n    - id: 1\n      groupA: ${a}\n      groupB: ${b}\n  synthetic:\n    ratePerSec: 2000\n    seed: 11\n` +
-      // Evaluated every second over short windows, so the SLO row fills while the test watches.
-      `slo:\n  evaluationInterval: 1s\n  objectives:\n    - name: tick-publish-p99\n      latency: tick_publish\n      percentile: 99\n      thresholdUs: 1000000\n      windows: [10s, 1m]\n`,
+      // Evaluated every second over short windows, so the SLO row fills while the test watches
+      // (a threshold far above what a loaded 2-CPU machine shows: this test is about the page).
+      `slo:\n  evaluationInterval: 1s\n  objectives:\n    - name: tick-publish-p99\n      latency: tick_publish\n      percentile: 99\n      thresholdUs: 5000000\n      windows: [10s, 1m]\n`,
   );
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
   page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
