@@ -3,7 +3,7 @@
 # packages the native build needs, then npm's packages (which builds the
 # addon and the TypeScript). Run as root or with sudo available.
 #   --with-tests   also install what the test suite needs (clang, sanitizer
-#                  runtimes, GoogleTest, tshark, scapy); .ci/run uses it.
+#                  runtimes, GoogleTest, tshark, scapy, chromium); .ci/run uses it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -17,7 +17,9 @@ test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy ip
   # promtool checks config/prometheus/alerts.yaml
   prometheus
   # the transport benchmark runs sockperf beside qpgate (bench/transport)
-  sockperf)
+  sockperf
+  # the status page test drives Debian's chromium headless with playwright-core (no browser download)
+  chromium)
 
 pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")

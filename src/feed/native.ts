@@ -2,7 +2,7 @@
 // device given by the caller reaches them.
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { Engine } from '../native/engine.js';
-import { Device, kNativeDevice, type OpenDeviceOptions } from '../native/verbs.js';
+import { Device, kNativeDevice, type OpenDeviceOptions, type QpAttr } from '../native/verbs.js';
 
 export interface NativePublisherStats {
   session: number;
@@ -60,8 +60,12 @@ export interface NativeFeedPublisher {
   stats(): NativePublisherStats;
   latencyCounts(): Float64Array;
   setLineMask(mask: number): void;
+  /** The publisher's UD QP (query() attributes, qpNum, soft transport counters); throws once closed. */
+  qp(): PublisherQpReport;
   close(): void;
 }
+
+export type PublisherQpReport = QpAttr & { readonly counters: Readonly<Record<string, number>> };
 
 export interface NativeFeedSubscriber {
   readonly id: number;

@@ -16,7 +16,7 @@ import { RecordType, type Engine } from '../native/engine.js';
 import { MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
 import { summarize, type LatencySummary } from './latency.js';
 import { encodeMessage, type MarketDataMessage } from './messages.js';
-import { nativeDeviceOf, nativeFeed, type FeedDevice, type NativeFeedPublisher, type NativePublisherStats } from './native.js';
+import { nativeDeviceOf, nativeFeed, type FeedDevice, type NativeFeedPublisher, type NativePublisherStats, type PublisherQpReport } from './native.js';
 import { PUBLISH_HEADER_BYTES, writePublish } from './records.js';
 
 export interface PublisherChannelConfig {
@@ -192,6 +192,11 @@ export class FeedPublisher {
       channels: s.channels,
       publishLatency: summarize(this.#native.latencyCounts()),
     };
+  }
+
+  /** The UD QP frames leave on: attributes (state, PSNs, Q_Key), qpNum and counters. Throws once closed. */
+  qp(): PublisherQpReport {
+    return this.#native.qp();
   }
 
   /** Raw latency histogram counters (HdrHistogram layout, ns). */

@@ -71,8 +71,11 @@ interface QpRow {
   sqPsn: number;
   rqPsn: number;
   destQpNum: number;
+  qkey: number;
   pathMtu: number;
+  packets: { sent: number; received: number };
   outstandingWrs: number | null;
+  recvWrsPosted: number | null;
   retransmits: { packets: number; rounds: number };
   timeouts: number;
   naksReceived: Record<string, number>;
@@ -148,28 +151,39 @@ export function formatStatus(s: Status, url: string): string {
 }
 
 interface FeedsSummary {
-  running: boolean;
-  session: number | null;
-  channels: Array<{ id: number; frames: number; messages: number; heartbeats: number; nextSeq: number }>;
-  publishLatency: { count: number; p50Ns: number; p99Ns: number } | null;
+  count: number;
+  feeds: Array<{
+    name: string;
+    running: boolean;
+    session: number | null;
+    channels: Array<{ id: number; groupA: string; groupB?: string; stats: { frames: number; messages: number; heartbeats: number; nextSeq: number } | null }>;
+    publishLatency: { count: number; p50Ns: number; p99Ns: number } | null;
+    qp: { qpn: number; state: string } | null;
+  }>;
 }
 
 function formatFeeds(feeds: { enabled: boolean; summary?: unknown }): string[] {
   if (!feeds.enabled) return ['Feeds: not enabled'];
-  const f = feeds.summary as FeedsSummary;
-  const out = [`Feeds: ${f.running ? 'publishing' : 'stopped'}, session ${f.session ?? '-'}`];
-  for (const c of f.channels) {
-    out.push(`\tchannel ${c.id}: next seq ${c.nextSeq}, ${c.messages} messages in ${c.frames} frames, ${c.heartbeats} heartbeats`);
+  const summary = feeds.summary as FeedsSummary;
+  const out = [`Feeds: ${summary.count}`];
+  for (const f of summary.feeds) {
+    const qp = f.qp ? `, QP ${f.qp.qpn} (${f.qp.state})` : '';
+    out.push(`	${f.name}: ${f.running ? 'publishing' : 'stopped'}, session ${f.session ?? '-'}${qp}`);
+    for (const c of f.channels) {
+      const groups = c.groupB ? `${c.groupA}/${c.groupB}` : c.groupA;
+      const st = c.stats;
+      out.push(`		channel ${c.id} (${groups})${st ? `: next seq ${st.nextSeq}, ${st.messages} messages in ${st.frames} frames, ${st.heartbeats} heartbeats` : ''}`);
+    }
+    const l = f.publishLatency;
+    if (l && l.count > 0) out.push(`		publish latency: p50 ${(l.p50Ns / 1000).toFixed(1)} µs, p99 ${(l.p99Ns / 1000).toFixed(1)} µs (${l.count} samples)`);
   }
-  const l = f.publishLatency;
-  if (l && l.count > 0) out.push(`\tpublish latency: p50 ${(l.p50Ns / 1000).toFixed(1)} µs, p99 ${(l.p99Ns / 1000).toFixed(1)} µs (${l.count} samples)`);
   return out;
 }
 
 export function formatQps(qps: QpRow[]): string {
   if (qps.length === 0) return 'no queue pairs';
   return table(
-    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'MTU', 'OUTST', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
+    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', 'SENT', 'RCVD', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
     qps.map((q) => [
       q.qpn,
       q.type,
@@ -177,8 +191,12 @@ export function formatQps(qps: QpRow[]): string {
       q.sqPsn,
       q.rqPsn,
       q.destQpNum,
+      `0x${q.qkey.toString(16).padStart(8, '0')}`,
       q.pathMtu,
       q.outstandingWrs ?? '-',
+      q.recvWrsPosted ?? '-',
+      q.packets.sent,
+      q.packets.received,
       q.retransmits.packets,
       q.timeouts,
       sum(q.naksReceived),

@@ -1,72 +1,49 @@
-// The gateway's feed as a control-plane extension: starts the FeedService on
-// the gateway's engine and device (the embedded default publishes the
-// synthetic source on 239.77.0.1/.2), exports its publish latency as
-// `tick_publish` (the SLOs on it start being evaluated), serves /v1/feeds
-// and takes part in shutdown (END_OF_SESSION sent, groups left).
-import type { FastifyInstance } from 'fastify';
-import { Type } from '@sinclair/typebox';
-import { FeedService } from '../feed/service.js';
+// The gateway's feeds as a control-plane extension: a FeedRegistry on the
+// gateway's engine and device, started with the embedded default feed
+// ("default", from the `feeds` config section, when feeds.enabled) and
+// growing by POST /v1/feeds. Exports the publish latency of every feed as
+// `tick_publish` (the SLOs on it start being evaluated), serves /v1/feeds,
+// exports per-feed metrics and takes part in shutdown (END_OF_SESSION sent,
+// groups left).
 import type { FeedDevice } from '../feed/native.js';
-import type { Engine } from '../native/engine.js';
 import { LatencyCounts } from '../native/latency-counts.js';
+import { DEFAULT_FEED, FeedRegistry } from './feed-registry.js';
+import { feedRoutes, feedsSummary } from './control/routes/feeds.js';
+import { exportFeedMetrics } from './metrics/feed-metrics.js';
 import type { ControlExtension, GatewayState } from './state.js';
 
-export function startFeeds(state: GatewayState): ControlExtension | undefined {
+export function startFeeds(state: GatewayState): (ControlExtension & { readonly registry: FeedRegistry }) | undefined {
   const { config, device } = state;
-  if (!config.feeds.enabled || device === undefined) return undefined;
-  const service = new FeedService(state.engine as Engine, device as FeedDevice, config.feeds);
-  service.start();
-  const log = state.logger.child({ component: 'feeds' });
-  log.info(
-    {
-      channels: service.config.channels.map((c) => ({ id: c.id, groupA: c.groupA, groupB: c.groupB ?? null })),
-      synthetic: service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
-    },
-    'feed publishing',
-  );
-  state.latency.registerLatency('tick_publish', 'Tick publish latency: enqueued by JS to posted on the wire by the engine.', () => {
-    const counts = service.publisher?.latencyCounts();
-    return counts ? LatencyCounts.fromDense(counts) : LatencyCounts.EMPTY;
+  if (device === undefined) return undefined;
+  // tick_publish exists from the first feed on (a gateway without feeds has no such latency):
+  // deleted feeds' counts stay in it.
+  let latencyRegistered = false;
+  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, () => {
+    if (latencyRegistered) return;
+    latencyRegistered = true;
+    state.latency.registerLatency('tick_publish', 'Tick publish latency: enqueued by JS to posted on the wire by the engine.', () =>
+      LatencyCounts.fromDense(registry.publishLatencyCounts()),
+    );
   });
-
-  const channelView = (id: number) => {
-    const cfg = service.config.channels.find((c) => c.id === id);
-    if (!cfg) return undefined;
-    const stats = service.stats().publisher?.channels.find((c) => c.id === id);
-    return { ...cfg, stats: stats ?? null };
-  };
+  const log = state.logger.child({ component: 'feeds' });
+  if (config.feeds.enabled) {
+    const { service } = registry.create(DEFAULT_FEED, config.feeds, 'config', 'feeds');
+    log.info(
+      {
+        feed: DEFAULT_FEED,
+        channels: service.config.channels.map((c) => ({ id: c.id, groupA: c.groupA, groupB: c.groupB ?? null })),
+        synthetic: service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
+      },
+      'feed publishing',
+    );
+  }
 
   return {
-    async routes(app: FastifyInstance) {
-      app.get('/', async () => ({
-        running: service.running,
-        session: service.stats().publisher?.session ?? null,
-        channels: service.config.channels.map((c) => channelView(c.id)),
-        synthetic: service.stats().synthetic ?? null,
-        publishLatency: service.stats().publisher?.publishLatency ?? null,
-      }));
-      app.get(
-        '/:id',
-        // Path parameters arrive as strings and the control plane does not coerce types.
-        { schema: { params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,5}$', description: 'a channel id' }) }) } },
-        async (request, reply) => {
-          const id = Number((request.params as { id: string }).id);
-          const view = channelView(id);
-          if (!view) return reply.code(404).send({ error: 'not_found', message: `no feed channel ${id}` });
-          return view;
-        },
-      );
-    },
-    summary: () => {
-      const s = service.stats();
-      return {
-        running: s.running,
-        session: s.publisher?.session ?? null,
-        channels: s.publisher?.channels ?? [],
-        publishLatency: s.publisher?.publishLatency ?? null,
-      };
-    },
-    stopAccepting: () => service.stop(),
-    close: async () => service.stop(),
+    registry,
+    routes: async (app) => feedRoutes(app, { registry, log }),
+    summary: () => feedsSummary(registry),
+    exportMetrics: (metrics) => exportFeedMetrics(metrics, registry),
+    stopAccepting: () => registry.stopAll(),
+    close: async () => registry.stopAll(),
   };
 }

@@ -14,10 +14,9 @@ import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './log.js';
 import { buildControlPlane } from './control/app.js';
 import { generateAdminToken, type Token } from './control/auth.js';
-import type { EngineOptions } from '../native/engine.js';
+import { Engine, type EngineOptions } from '../native/engine.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
-import { createGatewayEngine } from './engine-handle.js';
 import { openGatewayDevice } from './device/device.js';
 import { QpRegistry } from './device/qp-registry.js';
 import { LatencyRegistry } from './metrics/latency-registry.js';
@@ -53,7 +52,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const latency = new LatencyRegistry();
   const slo = new SloService(config.slo, latency, (err) => log.error({ err }, 'SLO evaluation failed'));
 
-  const engine = createGatewayEngine(engineOptions(config));
+  const engine = new Engine(engineOptions(config));
   const placement = await engine.start();
   log.info({ placement }, 'engine started');
 

@@ -1,10 +1,11 @@
 // What the control plane may see of the running gateway. Kept as a narrow
 // interface so the control plane never reaches into the engine's internals.
 import type { FastifyPluginAsync } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config/schema.js';
 import type { Logger } from './log.js';
 import type { Device } from '../native/verbs.js';
-import type { GatewayEngine } from './engine-handle.js';
+import type { Engine } from '../native/engine.js';
 import type { QpRegistry } from './device/qp-registry.js';
 import type { LatencyRegistry } from './metrics/latency-registry.js';
 import type { SloService } from './slo/service.js';
@@ -20,6 +21,8 @@ export interface ControlExtension {
   readonly routes: FastifyPluginAsync<{ state: GatewayState }>;
   /** A JSON summary for `qpgate status` and the status page (feeds, their rates; sessions...). */
   summary(): unknown;
+  /** Registers the feature's metric families (collected on scrape) in the /metrics registry. */
+  exportMetrics?(registry: Registry): void;
   /** Shutdown, step 1: refuse new work (new sessions, new feeds). */
   stopAccepting?(): void;
   /** Shutdown, step 2: finish or hand off work in flight (flush the journal). */
@@ -30,7 +33,7 @@ export interface ControlExtension {
 
 export interface GatewayState {
   readonly config: GatewayConfig;
-  readonly engine: GatewayEngine;
+  readonly engine: Engine;
   readonly version: string;
   readonly startedAt: Date;
   readonly logger: Logger;

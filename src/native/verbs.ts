@@ -168,6 +168,10 @@ export interface QpAttr {
   readonly maxDestRdAtomic: number;
   readonly sqDraining: boolean;
   readonly sqSigAll: boolean;
+  /** Soft backend: send WRs posted and not yet completed. */
+  readonly sendWrsOutstanding?: number;
+  /** Soft backend: receive WRs posted and not yet consumed. */
+  readonly recvWrsPosted?: number;
 }
 
 export interface DeviceAttr {

@@ -36,15 +36,19 @@ test('qpgate status and qps read a running gateway (token from the state dir, or
     // The embedded default publishes the synthetic feed, so its SLO is evaluated.
     assert.match(s.stdout, /^\ttick-publish-p99: (ok|violated|pending) /m);
     assert.match(s.stdout, /^\torder-ack-p99: no data source/m);
-    assert.match(s.stdout, /^Feeds: publishing, session \d+$/m);
-    assert.match(s.stdout, /^\tchannel 1: next seq \d+, \d+ messages in \d+ frames/m);
+    assert.match(s.stdout, /^Feeds: 1$/m);
+    assert.match(s.stdout, /^\tdefault: publishing, session \d+, QP \d+ \(RTS\)$/m);
+    assert.match(s.stdout, /^\t\tchannel 1 \(239\.77\.0\.1\/239\.77\.0\.2\): next seq \d+, \d+ messages in \d+ frames/m);
     assert.match(s.stdout, /^Sessions: not enabled$/m);
-    assert.match(s.stdout, /^QPs: 0$/m);
+    // The feed's UD QP, made natively by the publisher.
+    assert.match(s.stdout, /^QPs: 1 \(RTS 1\)$/m);
 
     // The token file under state.dir (from the config layers), and QPGATE_TOKEN.
     const viaFile = await run(['qps', '--url', gw.url], { QPGATE_STATE__DIR: gw.stateDir });
     assert.equal(viaFile.status, 0, viaFile.stderr);
-    assert.equal(viaFile.stdout, 'no queue pairs\n');
+    const rows = viaFile.stdout.trimEnd().split('\n');
+    assert.equal(rows.length, 2, viaFile.stdout);
+    assert.match(rows[1]!, /^ *\d+ +UD +RTS +\d+ +0 +0 +0x0feed001 +1024 +\d+ +0 +\d+ +0 +0 +0 +0 +0 +0 +0 +feed:default$/);
     const viaEnv = await run(['status', '--url', gw.url, '--json'], { QPGATE_TOKEN: token });
     assert.equal(viaEnv.status, 0, viaEnv.stderr);
     assert.equal((JSON.parse(viaEnv.stdout) as { ready: boolean }).ready, true);
@@ -72,12 +76,12 @@ test('qpgate qps prints the QP table like `rdma res show qp`', async () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.equal(lines.length, 3);
-    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +MTU +OUTST +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
+    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT +RCVD +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
     const byQpn = (qpn: number) => lines.find((l) => l.trimStart().startsWith(`${qpn} `))!;
-    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +\d+ +- +0 +0 +0 +0 +0 +0 +session:7$/);
+    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +0x00000000 +\d+ +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
     assert.match(byQpn(ud.qpNum), /^ *\d+ +UD +RESET .* feed:md-a$/);
     // Aligned: every column starts at the same offset on every line.
-    const col = (l: string) => l.indexOf('  RC') >= 0 ? l.indexOf('RC') : l.indexOf('UD') >= 0 ? l.indexOf('UD') : l.indexOf('TYPE');
+    const col = (l: string) => /^ *\S+ +/.exec(l)![0].length; // where the TYPE column starts
     assert.equal(new Set(lines.map(col)).size, 1, r.stdout);
   } finally {
     gw.state.qps.destroyAll();

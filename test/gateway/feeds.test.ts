@@ -7,7 +7,7 @@ import { subscribe, type FeedMessage, type FeedSubscriber } from '../../src/feed
 import { MessageType } from '../../src/feed/messages.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { ADMIN_TOKEN, READ_TOKEN, client, startTestGateway } from '../support/in-process-gateway.js';
-import { parsePrometheusText } from '../support/prometheus-text.js';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import type { Gateway } from '../../src/gateway/service.js';
 
 let gw: Gateway;
@@ -50,15 +50,19 @@ test('a subscriber receives the gateway\'s synthetic feed in order, A/B arbitrat
   assert.equal(decoded?.type, MessageType.MESSAGE_TYPE_QUOTE);
 });
 
-test('/v1/feeds lists the channel with its sequence, and /metrics exports the publish latency', async () => {
+test('/v1/feeds lists the default feed with its channel\'s sequence, and /metrics exports the publish latency', async () => {
   const api = client(gw);
   const feeds = await api.get('/v1/feeds', READ_TOKEN);
   assert.equal(feeds.status, 200);
-  const channel = (feeds.json as { channels: Array<{ id: number; stats: { nextSeq: number } }> }).channels[0]!;
+  const list = feeds.json as unknown as { count: number; feeds: Array<{ name: string; origin: string; channels: Array<{ id: number; stats: { nextSeq: number } }> }> };
+  assert.equal(list.count, 1);
+  assert.equal(list.feeds[0]!.name, 'default');
+  assert.equal(list.feeds[0]!.origin, 'config');
+  const channel = list.feeds[0]!.channels[0]!;
   assert.equal(channel.id, 1);
   assert.ok(channel.stats.nextSeq > 1);
-  assert.equal((await api.get('/v1/feeds/9', READ_TOKEN)).status, 404);
-  assert.equal((await api.get('/v1/feeds/x', READ_TOKEN)).status, 400);
+  assert.equal((await api.get('/v1/feeds/default/channels/9', READ_TOKEN)).status, 404);
+  assert.equal((await api.get('/v1/feeds/default/channels/x', READ_TOKEN)).status, 400);
 
   const metrics = parsePrometheusText((await api.get('/metrics')).text);
   const family = metrics.get('qpgate_tick_publish_latency_seconds');
@@ -68,4 +72,20 @@ test('/v1/feeds lists the channel with its sequence, and /metrics exports the pu
   const slo = await api.post('/v1/slo/evaluate', ADMIN_TOKEN);
   const tick = (slo.json as { objectives: Array<{ name: string; status: string }> }).objectives.find((o) => o.name === 'tick-publish-p99');
   assert.ok(tick && tick.status !== 'no data source', `tick-publish SLO is evaluated (${tick?.status})`);
+});
+
+test('the default feed\'s UD QP is in /v1/qps (RTS, the feed Q_Key) with packet counters that grow', async () => {
+  const api = client(gw);
+  const qps = (await api.get('/v1/qps', READ_TOKEN)).json as unknown as { qps: Array<{ qpn: number; owner: string; type: string; state: string; qkey: number; packets: { sent: number } }> };
+  const row = qps.qps.find((q) => q.owner === 'feed:default');
+  assert.ok(row, JSON.stringify(qps));
+  assert.equal(row.type, 'UD');
+  assert.equal(row.state, 'RTS');
+  assert.equal(row.qkey, 0x0feed001);
+  await new Promise((r) => setTimeout(r, 300));
+  const later = (await api.get(`/v1/qps/${row.qpn}`, READ_TOKEN)).json as unknown as { packets: { sent: number } };
+  assert.ok(later.packets.sent > row.packets.sent, `${later.packets.sent} > ${row.packets.sent}`);
+  const metrics = parsePrometheusText((await api.get('/metrics')).text);
+  assert.equal(sampleValue(metrics, 'qpgate_qp_state', { qpn: String(row.qpn), type: 'UD', owner: 'feed:default', state: 'RTS' }), 3);
+  assert.ok(sampleValue(metrics, 'qpgate_feed_messages_total', { feed: 'default', channel: '1' })! > 0);
 });

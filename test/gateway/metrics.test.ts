@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Gateway } from '../../src/gateway/service.js';
-import { startTestGateway, client } from '../support/in-process-gateway.js';
+import { startTestGateway, client, ADMIN_TOKEN, READ_TOKEN } from '../support/in-process-gateway.js';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import { TestLatencyRecorder } from '../support/latency-recorder.js';
 import { LATENCY_BUCKETS_SECONDS } from '../../src/gateway/metrics/latency-registry.js';
@@ -130,4 +130,28 @@ test('registerLatency refuses bad and duplicate names', () => {
   const off = gw.state.latency.registerLatency('order_ack', 'x', new TestLatencyRecorder().read);
   assert.throws(() => gw.state.latency.registerLatency('order_ack', 'x', new TestLatencyRecorder().read), /already registered/);
   off();
+});
+
+test('refused control-plane requests are counted by route and status, one for each the test sent', async () => {
+  const api = client(gw);
+  const count = (m: Map<string, unknown>, labels: Record<string, string>) =>
+    sampleValue(m as Awaited<ReturnType<typeof scrape>>, 'qpgate_control_requests_total', labels) ?? 0;
+  const badBody = { method: 'PUT', route: '/v1/log-level', status: '400' };
+  const noToken = { method: 'GET', route: '/v1/device', status: '401' };
+  const readOnAdmin = { method: 'PUT', route: '/v1/log-level', status: '403' };
+  const unknownQp = { method: 'GET', route: '/v1/qps/:qpn', status: '404' };
+  const noRoute = { method: 'GET', route: 'unmatched', status: '404' };
+  const before = await scrape();
+  for (const body of [{ level: 5 }, {}, []]) assert.equal((await api.put('/v1/log-level', ADMIN_TOKEN, body)).status, 400);
+  for (let i = 0; i < 2; i++) assert.equal((await api.get('/v1/device')).status, 401);
+  assert.equal((await api.put('/v1/log-level', READ_TOKEN, { level: 'info' })).status, 403);
+  for (let i = 0; i < 4; i++) assert.equal((await api.get('/v1/qps/77777', READ_TOKEN)).status, 404);
+  assert.equal((await api.get('/no/such/route')).status, 404);
+  const m = await scrape();
+  assert.equal(m.get('qpgate_control_requests_total')?.type, 'counter');
+  assert.equal(count(m, badBody) - count(before, badBody), 3);
+  assert.equal(count(m, noToken) - count(before, noToken), 2);
+  assert.equal(count(m, readOnAdmin) - count(before, readOnAdmin), 1);
+  assert.equal(count(m, unknownQp) - count(before, unknownQp), 4);
+  assert.equal(count(m, noRoute) - count(before, noRoute), 1);
 });

@@ -60,6 +60,9 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
   const rc = gw.state.qps.createQp(pd, { type: 'RC', sendCq: cq, cap: { maxSendWr: 8, maxRecvWr: 8 } }, { owner: 'test', label: 'rc under test' });
   const ud = gw.state.qps.createQp(pd, { type: 'UD', sendCq: cq }, { owner: 'test' });
   rc.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: ['REMOTE_WRITE'] });
+  const mr = pd.regMr(Buffer.alloc(256), ['LOCAL_WRITE']);
+  // Three receive WRs posted: the "outstanding WRs" columns of /v1/qps count them.
+  rc.postRecv([0, 1, 2].map((i) => ({ wrId: BigInt(i), sgList: [mr.sge(i * 64, 64)] })));
   try {
     const r = await api.get('/v1/qps', READ_TOKEN);
     assert.equal(r.status, 200);
@@ -72,7 +75,8 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
     assert.equal(row.label, 'rc under test');
     assert.equal(row.sqPsn, 0);
     assert.equal(row.rqPsn, 0);
-    assert.equal(row.outstandingWrs, null);
+    assert.equal(row.outstandingWrs, 0);
+    assert.equal(row.recvWrsPosted, 3);
     assert.deepEqual(row.naksReceived, { psn_seq_err: 0, inv_req: 0, rem_access: 0, rem_op: 0, other: 0 });
     assert.deepEqual(row.rnrNaks, { received: 0, sent: 0 });
     assert.deepEqual(row.retransmits, { packets: 0, rounds: 0 });
@@ -88,6 +92,7 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
   } finally {
     gw.state.qps.destroy(rc.qpNum);
     gw.state.qps.destroy(ud.qpNum);
+    mr.dereg();
     cq.destroy();
     pd.dealloc();
   }
@@ -167,10 +172,8 @@ test('PUT /v1/log-level: admin changes the pino level; bad bodies are 400 naming
   await api.put('/v1/log-level', ADMIN_TOKEN, { level: 'silent' });
 });
 
-test('/v1/feeds and /v1/sessions are 404 "not enabled" until their services exist', async () => {
+test('/v1/sessions is 404 "not enabled" until its service exists', async () => {
   for (const [path, message] of [
-    ['/v1/feeds', 'feeds are not enabled in this gateway yet'],
-    ['/v1/feeds/md-a', 'feeds are not enabled in this gateway yet'],
     ['/v1/sessions', 'order sessions are not enabled in this gateway yet'],
     ['/v1/sessions/42', 'order sessions are not enabled in this gateway yet'],
   ] as const) {
@@ -178,9 +181,9 @@ test('/v1/feeds and /v1/sessions are 404 "not enabled" until their services exis
     assert.equal(r.status, 404, path);
     assert.deepEqual(r.json, { error: 'not_enabled', message }, path);
   }
-  assert.equal((await api.post('/v1/feeds', ADMIN_TOKEN, { name: 'x' })).status, 404);
-  assert.equal((await api.post('/v1/feeds', READ_TOKEN, { name: 'x' })).status, 403);
-  assert.equal((await api.get('/v1/feeds')).status, 401);
+  assert.equal((await api.post('/v1/sessions', ADMIN_TOKEN, { name: 'x' })).status, 404);
+  assert.equal((await api.post('/v1/sessions', READ_TOKEN, { name: 'x' })).status, 403);
+  assert.equal((await api.get('/v1/sessions')).status, 401);
 });
 
 test('GET /v1/status: one document for the page and the CLI', async () => {
@@ -189,7 +192,8 @@ test('GET /v1/status: one document for the page and the CLI', async () => {
   const b = r.json as any;
   assert.equal(b.ready, true);
   assert.equal(b.device.rdma.open, true);
-  assert.deepEqual(b.feeds, { enabled: false, summary: null });
+  // The feed service is there without feeds.enabled: it just has no feed yet.
+  assert.deepEqual(b.feeds, { enabled: true, summary: { count: 0, feeds: [] } });
   assert.deepEqual(b.sessions, { enabled: false, summary: null });
   assert.deepEqual(b.latencies, []);
   assert.ok(Array.isArray(b.qps));

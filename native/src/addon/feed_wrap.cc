@@ -1,13 +1,19 @@
 #include "feed_wrap.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
 #include "feed/feed_records.h"
 #include "verbs/gid.h"
+#include "verbs/soft/soft_device.h"
+#include "verbs/soft/soft_qp.h"
 #include "verbs_convert.h"
 
 namespace qpgate::addon {
@@ -104,6 +110,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
                         InstanceMethod<&PublisherWrap::Stats>("stats"),
                         InstanceMethod<&PublisherWrap::LatencyCounts>("latencyCounts"),
                         InstanceMethod<&PublisherWrap::SetLineMask>("setLineMask"),
+                        InstanceMethod<&PublisherWrap::Qp>("qp"),
                         InstanceMethod<&PublisherWrap::Close>("close")});
   }
   explicit PublisherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PublisherWrap>(info) {}
@@ -158,6 +165,47 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
       if (feed::Publisher* p = agent->publisher(id)) p->set_line_mask(static_cast<std::uint8_t>(mask));
     });
     return env.Undefined();
+  }
+  // qp(): the publisher's UD QP as QueuePair.query() describes one, with its
+  // qpNum and the soft transport's counters. The QP is made natively, so the
+  // verbs bindings cannot list it; /v1/qps reads it through here. Copied on
+  // the engine thread: the publisher may go away right after.
+  Napi::Value Qp(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    bool found = false;
+    verbs::Result<verbs::QpAttr> attr = verbs::Error{};
+    verbs::QpInitAttr init;
+    std::uint32_t qpn = 0;
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> wrs;  // send outstanding, receive posted (soft)
+    std::vector<std::pair<std::string_view, std::uint64_t>> counters;
+    h_.engine->run_on_engine([&] {
+      const feed::Publisher* p = agent->publisher(id);
+      if (p == nullptr) return;
+      found = true;
+      const verbs::QueuePair& qp = p->qp();
+      attr = qp.query();
+      init = qp.init_attr();
+      qpn = qp.qp_num();
+      if (const verbs::soft::SoftQp* sqp = verbs::soft::as_soft_qp(qp)) {
+        wrs.emplace(sqp->send_wrs_outstanding(), sqp->recv_wrs_posted());
+        sqp->counters().for_each([&](std::string_view name, std::uint64_t v) { counters.emplace_back(name, v); });
+      }
+    });
+    if (!found) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    if (!attr.ok()) throw verbs_error(env, attr.error());
+    Napi::Object o = qp_attr_to_js(env, *attr, init);
+    o.Set("qpNum", Napi::Number::New(env, qpn));
+    if (wrs) {
+      o.Set("sendWrsOutstanding", Napi::Number::New(env, wrs->first));
+      o.Set("recvWrsPosted", Napi::Number::New(env, wrs->second));
+    }
+    Napi::Object c = Napi::Object::New(env);
+    for (const auto& [name, v] : counters) c.Set(std::string(name), num(env, v));
+    o.Set("counters", c);
+    return o;
   }
   Napi::Value Close(const Napi::CallbackInfo& info) {
     release();

@@ -314,12 +314,23 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     verbs::QueuePair& qp = obj(env, "QP");
     verbs::Result<verbs::QpAttr> r = verbs::Error{};
     verbs::QpInitAttr init;
+    const soft::SoftQp* sqp = soft::as_soft_qp(qp);
+    std::uint32_t send_outstanding = 0;
+    std::uint32_t recv_posted = 0;
     run([&] {
       r = qp.query();
       init = qp.init_attr();
+      if (sqp != nullptr) {
+        send_outstanding = sqp->send_wrs_outstanding();
+        recv_posted = sqp->recv_wrs_posted();
+      }
     });
     Napi::Object o = qp_attr_to_js(env, unwrap_result(env, r), init);
     o.Set("qpNum", Napi::Number::New(env, qp.qp_num()));
+    if (sqp != nullptr) {
+      o.Set("sendWrsOutstanding", Napi::Number::New(env, send_outstanding));
+      o.Set("recvWrsPosted", Napi::Number::New(env, recv_posted));
+    }
     return o;
   }
   Napi::Value PostSend(const Napi::CallbackInfo& info) {

@@ -119,6 +119,9 @@ class Publisher {
 
   std::uint32_t session() const { return session_; }
   const std::shared_ptr<PublisherStats>& stats() const { return stats_; }
+  // The UD QP the frames leave on, for the control plane's QP table (state,
+  // PSN, Q_Key, counters). Engine thread only, like every verbs call.
+  const verbs::QueuePair& qp() const { return *ep_->qp; }
   // For tests and the recovery service.
   const RetransmitRing* ring(std::uint16_t channel) const;
   const SnapshotStore* snapshot(std::uint16_t channel) const;

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import { deviceRoutes } from './routes/device.js';
-import { metricsRoutes } from './routes/metrics.js';
+import { countControlRequests, createRegistry, metricsRoutes } from './routes/metrics.js';
 import { qpRoutes } from './routes/qps.js';
 import { sloRoutes } from './routes/slo.js';
 import { logLevelRoutes } from './routes/log-level.js';
@@ -30,6 +30,8 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   });
   const store = new TokenStore(options.tokens);
+  const registry = createRegistry(options.state);
+  countControlRequests(app, registry);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url}` });
@@ -44,7 +46,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   });
 
   await app.register(healthRoutes, { state: options.state });
-  await app.register(metricsRoutes, { state: options.state });
+  await app.register(metricsRoutes, { state: options.state, registry });
   await app.register(statusPageRoutes);
   await app.register(
     async (v1) => {

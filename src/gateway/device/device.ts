@@ -3,12 +3,12 @@
 import type { GatewayConfig } from '../config/schema.js';
 import { loadAddon } from '../../native/addon.js';
 import { openDevice, type Device, type PortAttr } from '../../native/verbs.js';
-import type { GatewayEngine } from '../engine-handle.js';
+import type { Engine } from '../../native/engine.js';
 
 export const IBV_NOT_AVAILABLE = 'backend.kind ibv is not available in this build yet';
 
 /** Opens the configured backend's device on the engine. Throws a one-line reason when it cannot. */
-export function openGatewayDevice(config: GatewayConfig, engine: GatewayEngine): Device {
+export function openGatewayDevice(config: GatewayConfig, engine: Engine): Device {
   const { backend } = config;
   if (backend.kind === 'ibv') {
     // The addon reports an ibv device opener once the ibv backend is wired into the bindings.

@@ -7,7 +7,20 @@
 // `registry.track(qp, meta)`. A destroyed QP drops out of the registry (by
 // `destroy(qpn)`, or the next time it is listed and the binding says so), so
 // per-QP metric labels exist only while the QP does.
+//
+// QPs made natively (the feed publisher's UD QP) are listed through a
+// ListedQp their owner provides: query() throws once the owner has gone.
 import type { CreateQpOptions, ProtectionDomain, QpAttr, QueuePair } from '../../native/verbs.js';
+
+/** What the registry reads of a QP: a verbs QueuePair, or a native QP seen through its owner. */
+export interface ListedQp {
+  readonly qpNum: number;
+  /** ibv_query_qp; may carry the counters too (then counters() is not called). */
+  query(): QpAttr & { readonly counters?: Readonly<Record<string, number>> };
+  counters(): Readonly<Record<string, number>>;
+  /** ibv_destroy_qp; absent for a QP its owner destroys (the feed publisher's). */
+  destroy?(): void;
+}
 
 export interface QpMeta {
   /** Who made it: 'feed:<name>', 'session:<id>', 'test'. */
@@ -17,7 +30,7 @@ export interface QpMeta {
 }
 
 export interface TrackedQp {
-  readonly qp: QueuePair;
+  readonly qp: ListedQp;
   readonly meta: QpMeta;
   readonly createdAt: Date;
 }
@@ -39,8 +52,9 @@ export interface QpView {
   destGid: string;
   pathMtu: number;
   qkey: number;
-  /** Not reported by the verbs bindings yet: null. */
+  /** Send WRs posted and not completed; receive WRs posted and not consumed (null where the backend does not say). */
   outstandingWrs: number | null;
+  recvWrsPosted: number | null;
   cap: QpAttr['cap'];
   timeout: number;
   retryCnt: number;
@@ -63,7 +77,7 @@ const c = (counters: Readonly<Record<string, number>>, name: string): number => 
 
 export function qpView(t: TrackedQp): QpView {
   const a = t.qp.query();
-  const k = t.qp.counters();
+  const k = a.counters ?? t.qp.counters();
   return {
     qpn: t.qp.qpNum,
     type: a.type,
@@ -76,7 +90,8 @@ export function qpView(t: TrackedQp): QpView {
     destGid: a.ahAttr.dgid,
     pathMtu: a.pathMtu,
     qkey: a.qkey,
-    outstandingWrs: null,
+    outstandingWrs: a.sendWrsOutstanding ?? null,
+    recvWrsPosted: a.recvWrsPosted ?? null,
     cap: a.cap,
     timeout: a.timeout,
     retryCnt: a.retryCnt,
@@ -117,7 +132,7 @@ export class QpRegistry {
   }
 
   /** Lists a QP made elsewhere. Returns a function that stops listing it. */
-  track(qp: QueuePair, meta: QpMeta): () => void {
+  track(qp: ListedQp, meta: QpMeta): () => void {
     const qpn = qp.qpNum;
     this.#qps.set(qpn, { qp, meta: { ...meta }, createdAt: new Date() });
     return () => {
@@ -130,7 +145,7 @@ export class QpRegistry {
     const t = this.#qps.get(qpn);
     if (!t) return false;
     this.#qps.delete(qpn);
-    t.qp.destroy();
+    t.qp.destroy?.();
     return true;
   }
 

@@ -122,6 +122,10 @@ class SoftQp final : public QueuePair {
   // The stored attributes (what query() reports).
   const QpAttr& attr() const { return attr_; }
   const QpCounters& counters() const { return counters_; }
+  // Send WRs posted and not yet completed, and receive WRs posted and not yet
+  // consumed (the "outstanding WRs" of /v1/qps). Engine thread only, like the queues.
+  std::uint32_t send_wrs_outstanding() const { return sq_.size(); }
+  std::uint32_t recv_wrs_posted() const { return rq_.size(); }
 
  private:
   friend class Requester;

@@ -75,6 +75,8 @@ export function createRegistry(state: GatewayState): Registry {
   qpMetrics(registry, state);
   state.latency.exportTo(registry);
   state.slo.exportTo(registry);
+  state.feeds?.exportMetrics?.(registry);
+  state.sessions?.exportMetrics?.(registry);
   return registry;
 }
 
@@ -242,8 +244,25 @@ function qpMetrics(registry: Registry, state: GatewayState): void {
   });
 }
 
-export async function metricsRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
-  const registry = createRegistry(opts.state);
+/**
+ * qpgate_control_requests_total{method,route,status}: every answer of the
+ * control plane, so refused input (400, 401, 403, 404, 409) shows in metrics.
+ * `route` is the route pattern ('/v1/feeds/:name'), 'unmatched' for a 404 of no route.
+ */
+export function countControlRequests(app: FastifyInstance, registry: Registry): void {
+  const requests = new Counter({
+    name: 'qpgate_control_requests_total',
+    help: 'Control-plane requests answered, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    requests.inc({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
+  });
+}
+
+export async function metricsRoutes(app: FastifyInstance, opts: { state: GatewayState; registry: Registry }): Promise<void> {
+  const { registry } = opts;
   app.get('/metrics', async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);

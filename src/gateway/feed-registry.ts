@@ -1,0 +1,167 @@
+// The gateway's feeds by name: the embedded default (from the `feeds`
+// config section, named "default") and those created over /v1/feeds. Each
+// is a FeedService — its own publisher (session, channels, UD QP) on the
+// gateway's engine and device. The registry checks what a publisher cannot
+// (names, groups shared between channels or feeds), lists each publisher's
+// UD QP in the QP registry while the feed lives, and keeps the publish
+// latency of deleted feeds so the gateway's tick_publish histogram only grows.
+import { resolveFeedsConfig, type FeedChannelConfig, type FeedsConfig } from '../feed/config.js';
+import type { FeedDevice } from '../feed/native.js';
+import { FeedService } from '../feed/service.js';
+import { COUNTS_LENGTH } from '../native/latency-counts.js';
+import type { Engine } from '../native/engine.js';
+import type { QpRegistry } from './device/qp-registry.js';
+
+/** Feed names: what a URL path segment and a metric label carry without escaping. */
+export const FEED_NAME_PATTERN = '^[a-z0-9][a-z0-9_.-]{0,62}$';
+export const DEFAULT_FEED = 'default';
+/** Each feed holds rings and send slots: a bound on what a create request can reserve. */
+export const MAX_FEEDS = 16;
+
+/** A refusal the control plane answers with `status` and `message` as they are. */
+export class FeedError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409 | 503,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface FeedEntry {
+  readonly name: string;
+  /** 'config': the embedded default; 'api': POST /v1/feeds. */
+  readonly origin: 'config' | 'api';
+  readonly createdAt: Date;
+  readonly service: FeedService;
+  /** Stops listing the publisher's QP. */
+  readonly untrackQp: () => void;
+}
+
+const isMulticast = (ip: string): boolean => {
+  const first = Number(ip.split('.')[0]);
+  return first >= 224 && first <= 239;
+};
+
+export class FeedRegistry {
+  readonly #engine: Engine;
+  readonly #device: FeedDevice;
+  readonly #qps: QpRegistry;
+  readonly #feeds = new Map<string, FeedEntry>();
+  // Publish latency counts of deleted feeds (dense HdrHistogram layout).
+  readonly #retiredLatency = new Float64Array(COUNTS_LENGTH);
+  readonly #onCreated: ((entry: FeedEntry) => void) | undefined;
+  #accepting = true;
+
+  /** `onCreated` runs after each feed starts (the gateway registers tick_publish on the first). */
+  constructor(engine: Engine, device: FeedDevice, qps: QpRegistry, onCreated?: (entry: FeedEntry) => void) {
+    this.#engine = engine;
+    this.#device = device;
+    this.#qps = qps;
+    this.#onCreated = onCreated;
+  }
+
+  /**
+   * Starts a feed. `config` is a `feeds` config section (enabled is implied).
+   * `path` prefixes messages about fields ('body' for a request body).
+   * Throws FeedError: 400 bad config, 409 name or group taken, 503 shutting down.
+   */
+  create(name: string, config: unknown, origin: FeedEntry['origin'], path = 'body'): FeedEntry {
+    if (!this.#accepting) throw new FeedError(503, 'the gateway is shutting down: no new feeds');
+    if (!new RegExp(FEED_NAME_PATTERN).test(name)) throw new FeedError(400, `${path}/name must match pattern "${FEED_NAME_PATTERN}"`);
+    if (this.#feeds.has(name)) throw new FeedError(409, `feed "${name}" already exists`);
+    if (this.#feeds.size >= MAX_FEEDS) throw new FeedError(409, `this gateway already runs ${MAX_FEEDS} feeds, the most it takes; delete one first`);
+    let cfg: FeedsConfig;
+    try {
+      cfg = resolveFeedsConfig({ ...(config as object), enabled: true });
+    } catch (err) {
+      throw new FeedError(400, (err as Error).message.replace(/^feeds config: /, `${path}: `));
+    }
+    this.#checkGroups(cfg.channels, path);
+    const service = new FeedService(this.#engine, this.#device, cfg);
+    let untrackQp: () => void;
+    try {
+      service.start();
+      const publisher = service.publisher!;
+      untrackQp = this.#qps.track(
+        { qpNum: publisher.qp().qpNum, query: () => publisher.qp(), counters: () => publisher.qp().counters },
+        { owner: `feed:${name}`, label: 'UD multicast publisher' },
+      );
+    } catch (err) {
+      service.stop();
+      // The addon names the field it refused (a TypeError or RangeError); anything else is ours.
+      if (err instanceof TypeError || err instanceof RangeError) throw new FeedError(400, `${path}: ${err.message}`);
+      throw err;
+    }
+    const entry: FeedEntry = { name, origin, createdAt: new Date(), service, untrackQp };
+    this.#feeds.set(name, entry);
+    this.#onCreated?.(entry);
+    return entry;
+  }
+
+  /** Stops a feed (END_OF_SESSION sent, groups left, its QP destroyed). Throws FeedError 404. */
+  delete(name: string): FeedEntry {
+    const entry = this.#feeds.get(name);
+    if (!entry) throw new FeedError(404, `no feed named "${name}"`);
+    this.#retire(entry);
+    return entry;
+  }
+
+  get(name: string): FeedEntry | undefined {
+    return this.#feeds.get(name);
+  }
+
+  list(): FeedEntry[] {
+    return [...this.#feeds.values()];
+  }
+
+  get size(): number {
+    return this.#feeds.size;
+  }
+
+  /** Publish latency counts (dense, ns) of every feed, live and deleted. */
+  publishLatencyCounts(): Float64Array {
+    const sum = Float64Array.from(this.#retiredLatency);
+    for (const e of this.#feeds.values()) addInto(sum, e.service.publisher?.latencyCounts());
+    return sum;
+  }
+
+  /** Shutdown: no more feeds; every feed stops. */
+  stopAll(): void {
+    this.#accepting = false;
+    for (const e of [...this.#feeds.values()]) this.#retire(e);
+  }
+
+  #retire(entry: FeedEntry): void {
+    addInto(this.#retiredLatency, entry.service.publisher?.latencyCounts());
+    entry.untrackQp();
+    this.#feeds.delete(entry.name);
+    entry.service.stop();
+  }
+
+  // A group carries one publisher's frames: never shared by two channels or lines.
+  #checkGroups(channels: readonly FeedChannelConfig[], path: string): void {
+    const seen = new Map<string, string>();
+    channels.forEach((c, i) => {
+      for (const line of ['groupA', 'groupB'] as const) {
+        const group = c[line];
+        if (group === undefined) continue;
+        const field = `${path}/channels/${i}/${line}`;
+        if (!isMulticast(group)) throw new FeedError(400, `${field} must be an IPv4 multicast address (224.0.0.0/4), got ${group}`);
+        const other = seen.get(group);
+        if (other !== undefined) throw new FeedError(400, `${field} ${group} is also ${other}`);
+        seen.set(group, `${path}/channels/${i}/${line}`);
+        for (const f of this.#feeds.values()) {
+          const owner = f.service.config.channels.find((o) => o.groupA === group || o.groupB === group);
+          if (owner) throw new FeedError(409, `${field} ${group} is already published by feed "${f.name}" (channel ${owner.id})`);
+        }
+      }
+    });
+  }
+}
+
+function addInto(sum: Float64Array, counts: ArrayLike<number> | undefined): void {
+  if (!counts) return;
+  const n = Math.min(sum.length, counts.length);
+  for (let i = 0; i < n; i++) sum[i]! += counts[i]!;
+}
