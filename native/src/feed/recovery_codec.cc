@@ -1,0 +1,294 @@
+#include "feed/recovery_codec.h"
+
+#include <protozero/buffer_fixed.hpp>
+#include <protozero/exception.hpp>
+#include <protozero/pbf_reader.hpp>
+#include <protozero/pbf_writer.hpp>
+
+#include <stdexcept>
+
+namespace qpgate::feed::recovery {
+namespace {
+
+using Writer = protozero::basic_pbf_writer<protozero::fixed_size_buffer_adaptor>;
+using protozero::pbf_wire_type;
+
+// Envelope field numbers (RecoveryRequest / RecoveryReply).
+constexpr protozero::pbf_tag_type kRetransmit = 1;
+constexpr protozero::pbf_tag_type kSnapshot = 2;
+constexpr protozero::pbf_tag_type kError = 3;
+
+bool want(protozero::pbf_reader& r, pbf_wire_type t, const char** error, const char* message) {
+  if (r.wire_type() == t) return true;
+  *error = message;
+  return false;
+}
+
+// Reads a varint field into `dst` (proto3 scalars), or names the field whose wire type is wrong.
+template <class T>
+bool varint(protozero::pbf_reader& r, T& dst, const char** error, const char* wrong_type) {
+  if (!want(r, pbf_wire_type::varint, error, wrong_type)) return false;
+  dst = static_cast<T>(r.get_uint64());
+  return true;
+}
+
+bool decode_retransmit(protozero::data_view v, RetransmitRequest& out, const char** error) {
+  protozero::pbf_reader r{v};
+  while (r.next()) {
+    bool ok = true;
+    switch (r.tag()) {
+      case 1: ok = varint(r, out.channel, error, "RetransmitRequest.channel: wrong wire type"); break;
+      case 2: ok = varint(r, out.session, error, "RetransmitRequest.session: wrong wire type"); break;
+      case 3: ok = varint(r, out.from_sequence, error, "RetransmitRequest.from_sequence: wrong wire type"); break;
+      case 4: ok = varint(r, out.count, error, "RetransmitRequest.count: wrong wire type"); break;
+      case 5: ok = varint(r, out.request_id, error, "RetransmitRequest.request_id: wrong wire type"); break;
+      default: r.skip();  // proto3: unknown fields are ignored
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool decode_snapshot(protozero::data_view v, SnapshotRequest& out, const char** error) {
+  protozero::pbf_reader r{v};
+  while (r.next()) {
+    bool ok = true;
+    std::uint32_t ignored = 0;
+    switch (r.tag()) {
+      case 1: ok = varint(r, out.channel, error, "SnapshotRequest.channel: wrong wire type"); break;
+      case 2: ok = varint(r, out.request_id, error, "SnapshotRequest.request_id: wrong wire type"); break;
+      case 3:
+        if (r.wire_type() == pbf_wire_type::length_delimited) {
+          auto ids = r.get_packed_uint32();
+          for (auto it = ids.begin(); it != ids.end(); ++it) ++out.instrument_filters;
+        } else {
+          ok = varint(r, ignored, error, "SnapshotRequest.instrument_ids: wrong wire type");
+          ++out.instrument_filters;
+        }
+        break;
+      default: r.skip();
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+template <class Fn>
+std::size_t write(std::span<std::uint8_t> out, Fn&& fn) {
+  protozero::fixed_size_buffer_adaptor buf{reinterpret_cast<char*>(out.data()), out.size()};
+  try {
+    Writer w{buf};
+    fn(w);
+  } catch (const std::length_error&) {
+    return 0;
+  }
+  return buf.size();
+}
+
+Status status_of(std::uint32_t v) { return v < kStatusCount ? static_cast<Status>(v) : Status::kUnspecified; }
+
+}  // namespace
+
+bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const char** error) {
+  out = Request{};
+  *error = nullptr;
+  if (bytes.empty()) {
+    *error = "empty request";
+    return false;
+  }
+  try {
+    protozero::pbf_reader r{reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+    while (r.next()) {
+      if (r.tag() == kRetransmit || r.tag() == kSnapshot) {
+        if (!want(r, pbf_wire_type::length_delimited, error, "RecoveryRequest.body: wrong wire type")) return false;
+        if (out.kind != RequestKind::kNone) {
+          *error = "RecoveryRequest has two bodies";
+          return false;
+        }
+        const protozero::data_view v = r.get_view();
+        if (r.tag() == kRetransmit) {
+          out.kind = RequestKind::kRetransmit;
+          if (!decode_retransmit(v, out.retransmit, error)) return false;
+        } else {
+          out.kind = RequestKind::kSnapshot;
+          if (!decode_snapshot(v, out.snapshot, error)) return false;
+        }
+      } else {
+        r.skip();
+      }
+    }
+  } catch (const protozero::end_of_buffer_exception&) {
+    *error = "truncated protobuf";
+    return false;
+  } catch (const protozero::exception&) {
+    *error = "invalid protobuf";
+    return false;
+  }
+  if (out.kind == RequestKind::kNone) {
+    *error = "RecoveryRequest has no body (retransmit or snapshot)";
+    return false;
+  }
+  return true;
+}
+
+std::size_t encode_request(const RetransmitRequest& q, std::span<std::uint8_t> out) {
+  return write(out, [&](Writer& w) {
+    Writer m{w, kRetransmit};
+    if (q.channel != 0) m.add_uint32(1, q.channel);
+    if (q.session != 0) m.add_uint32(2, q.session);
+    if (q.from_sequence != 0) m.add_uint64(3, q.from_sequence);
+    if (q.count != 0) m.add_uint32(4, q.count);
+    if (q.request_id != 0) m.add_uint64(5, q.request_id);
+  });
+}
+
+std::size_t encode_request(const SnapshotRequest& q, std::span<std::uint8_t> out) {
+  return write(out, [&](Writer& w) {
+    Writer m{w, kSnapshot};
+    if (q.channel != 0) m.add_uint32(1, q.channel);
+    if (q.request_id != 0) m.add_uint64(2, q.request_id);
+  });
+}
+
+std::size_t encode_retransmit_reply(const RetransmitReplyHead& h, std::span<const std::span<const std::uint8_t>> frames,
+                                    std::uint8_t frame_flag, std::span<std::uint8_t> out) {
+  const std::size_t n = write(out, [&](Writer& w) {
+    Writer m{w, kRetransmit};
+    if (h.request_id != 0) m.add_uint64(1, h.request_id);
+    m.add_enum(2, static_cast<std::int32_t>(h.status));
+    if (h.channel != 0) m.add_uint32(3, h.channel);
+    if (h.session != 0) m.add_uint32(4, h.session);
+    for (const auto& f : frames) m.add_bytes(5, reinterpret_cast<const char*>(f.data()), f.size());
+    if (h.oldest_sequence != 0) m.add_uint64(6, h.oldest_sequence);
+    if (h.next_sequence != 0) m.add_uint64(7, h.next_sequence);
+    if (h.retry_after_ns != 0) m.add_uint64(8, h.retry_after_ns);
+  });
+  if (n == 0 || frame_flag == 0 || frames.empty()) return n;
+  // Flag the copies where they now lie in `out` (byte 1 of each frame).
+  protozero::pbf_reader env{reinterpret_cast<const char*>(out.data()), n};
+  while (env.next(kRetransmit)) {
+    protozero::pbf_reader m = env.get_message();
+    while (m.next(5)) {
+      const protozero::data_view v = m.get_view();
+      if (v.size() > 1) out[static_cast<std::size_t>(reinterpret_cast<const std::uint8_t*>(v.data()) - out.data()) + 1] |= frame_flag;
+    }
+  }
+  return n;
+}
+
+std::size_t encode_snapshot_reply(const SnapshotReplyHead& h, std::span<const std::span<const std::uint8_t>> frames,
+                                  std::span<std::uint8_t> out) {
+  return write(out, [&](Writer& w) {
+    Writer m{w, kSnapshot};
+    if (h.request_id != 0) m.add_uint64(1, h.request_id);
+    m.add_enum(2, static_cast<std::int32_t>(h.status));
+    if (h.channel != 0) m.add_uint32(3, h.channel);
+    if (h.session != 0) m.add_uint32(4, h.session);
+    if (h.last_sequence != 0) m.add_uint64(5, h.last_sequence);
+    for (const auto& f : frames) m.add_bytes(6, reinterpret_cast<const char*>(f.data()), f.size());
+    if (h.part != 0) m.add_uint32(10, h.part);
+    if (h.last) m.add_bool(11, true);
+    if (h.retry_after_ns != 0) m.add_uint64(12, h.retry_after_ns);
+  });
+}
+
+std::size_t encode_error_reply(Status status, std::string_view message, std::span<std::uint8_t> out) {
+  return write(out, [&](Writer& w) {
+    Writer m{w, kError};
+    m.add_enum(1, static_cast<std::int32_t>(status));
+    m.add_string(2, message.data(), message.size());
+  });
+}
+
+bool decode_reply(std::span<const std::uint8_t> bytes, Reply& out, const char** error) {
+  out.kind = ReplyKind::kNone;
+  out.frame_count = 0;
+  out.retransmit = {};
+  out.snapshot = {};
+  out.error_status = Status::kUnspecified;
+  out.error_message = {};
+  *error = nullptr;
+  auto add_frame = [&](protozero::data_view v) {
+    if (out.frame_count == Reply::kMaxFrames) {
+      *error = "reply has too many frames";
+      return false;
+    }
+    out.frames[out.frame_count++] = {reinterpret_cast<const std::uint8_t*>(v.data()), v.size()};
+    return true;
+  };
+  try {
+    protozero::pbf_reader env{reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+    while (env.next()) {
+      if (env.wire_type() != pbf_wire_type::length_delimited || out.kind != ReplyKind::kNone) {
+        env.skip();
+        continue;
+      }
+      if (env.tag() == kRetransmit) {
+        out.kind = ReplyKind::kRetransmit;
+        protozero::pbf_reader m = env.get_message();
+        RetransmitReplyHead& h = out.retransmit;
+        while (m.next()) {
+          switch (m.tag()) {
+            case 1: h.request_id = m.get_uint64(); break;
+            case 2: h.status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
+            case 3: h.channel = m.get_uint32(); break;
+            case 4: h.session = m.get_uint32(); break;
+            case 5:
+              if (!add_frame(m.get_view())) return false;
+              break;
+            case 6: h.oldest_sequence = m.get_uint64(); break;
+            case 7: h.next_sequence = m.get_uint64(); break;
+            case 8: h.retry_after_ns = m.get_uint64(); break;
+            default: m.skip();
+          }
+        }
+      } else if (env.tag() == kSnapshot) {
+        out.kind = ReplyKind::kSnapshot;
+        protozero::pbf_reader m = env.get_message();
+        SnapshotReplyHead& h = out.snapshot;
+        while (m.next()) {
+          switch (m.tag()) {
+            case 1: h.request_id = m.get_uint64(); break;
+            case 2: h.status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
+            case 3: h.channel = m.get_uint32(); break;
+            case 4: h.session = m.get_uint32(); break;
+            case 5: h.last_sequence = m.get_uint64(); break;
+            case 6:
+              if (!add_frame(m.get_view())) return false;
+              break;
+            case 10: h.part = m.get_uint32(); break;
+            case 11: h.last = m.get_bool(); break;
+            case 12: h.retry_after_ns = m.get_uint64(); break;
+            default: m.skip();
+          }
+        }
+      } else if (env.tag() == kError) {
+        out.kind = ReplyKind::kError;
+        protozero::pbf_reader m = env.get_message();
+        while (m.next()) {
+          switch (m.tag()) {
+            case 1: out.error_status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
+            case 2: {
+              const protozero::data_view v = m.get_view();
+              out.error_message = std::string_view(v.data(), v.size());
+              break;
+            }
+            default: m.skip();
+          }
+        }
+      } else {
+        env.skip();
+      }
+    }
+  } catch (const protozero::exception&) {
+    *error = "invalid protobuf";
+    return false;
+  }
+  if (out.kind == ReplyKind::kNone) {
+    *error = "RecoveryReply has no body";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace qpgate::feed::recovery
