@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { FeedService } from '../feed/service.js';
+import { RecoverySessionProvider } from '../feed/recovery-provider.js';
 import type { FeedDevice } from '../feed/native.js';
 import type { Engine } from '../native/engine.js';
 import { LatencyCounts } from '../native/latency-counts.js';
@@ -28,6 +29,12 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
     const counts = service.publisher?.latencyCounts();
     return counts ? LatencyCounts.fromDense(counts) : LatencyCounts.EMPTY;
   });
+
+  // Recovery sessions (POST /v1/sessions role 'recovery') are served by this feed's publisher.
+  const recovery = new RecoverySessionProvider(
+    new Map([['default', { publisher: () => service.publisher, channels: service.config.channels.map((c) => c.id) }]]),
+  );
+  (state as { sessionProviders?: unknown[] }).sessionProviders?.push(recovery);
 
   const channelView = (id: number) => {
     const cfg = service.config.channels.find((c) => c.id === id);

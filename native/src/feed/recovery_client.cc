@@ -27,10 +27,10 @@ bool RecoveryClient::send_request(const Q& q) {
   const auto out = ep_->send_buffer();
   const std::size_t n = out.empty() ? 0 : recovery::encode_request(q, out);
   if (n == 0 || !ep_->post_send(n)) {
-    counters_.send_failures.add();
+    counters_->send_failures.add();
     return false;
   }
-  counters_.requests.add();
+  counters_->requests.add();
   return true;
 }
 

@@ -56,14 +56,14 @@ class RecoveryClient {
     for (std::size_t i = 0; i < n; ++i) {
       const auto& c = done[i];
       if (c.kind == RcEndpoint::Completion::Kind::kError) {
-        counters_.errors.add();
+        counters_->errors.add();
       } else if (c.kind == RcEndpoint::Completion::Kind::kReceived) {
         const char* error = nullptr;
         if (recovery::decode_reply(c.bytes, *reply_, &error)) {
-          counters_.replies.add();
+          counters_->replies.add();
           on_reply(*reply_);
         } else {
-          counters_.malformed_replies.add();
+          counters_->malformed_replies.add();
         }
         ep_->repost(c.slot);
       }
@@ -71,7 +71,9 @@ class RecoveryClient {
     return static_cast<int>(n);
   }
 
-  RecoveryClientCounters& counters() { return counters_; }
+  RecoveryClientCounters& counters() { return *counters_; }
+  // Readable from any thread for as long as it is held.
+  const std::shared_ptr<RecoveryClientCounters>& shared_counters() const { return counters_; }
   const SubscriberRecoveryConfig& config() const { return config_; }
 
  private:
@@ -83,7 +85,7 @@ class RecoveryClient {
   std::unique_ptr<RcEndpoint> ep_;
   std::unique_ptr<recovery::Reply> reply_;  // decoded in place (its frame table is large)
   std::uint64_t last_request_id_ = 0;
-  RecoveryClientCounters counters_;
+  std::shared_ptr<RecoveryClientCounters> counters_ = std::make_shared<RecoveryClientCounters>();
 };
 
 }  // namespace qpgate::feed

@@ -1,0 +1,132 @@
+// The gateway side of the recovery handshake: a session provider for role
+// 'recovery' (the POST /v1/sessions route dispatches to it by role;
+// /work/contracts/sessions.md). Opening a session creates an RC QP on the
+// feed's publisher (its own PD and buffers, in RTS towards the subscriber's
+// QP) that answers retransmission and snapshot requests for the entitled
+// channels, throttled per session; closing it takes the QP to ERR.
+//
+// The shapes below are the contract's SessionProvider interface, spelled out
+// structurally so this file compiles before the route's own module lands.
+import type { FeedPublisher } from './publisher.js';
+import type { NativeRecoverySession, RecoveryLimits } from './native.js';
+
+export type SessionRole = 'trading' | 'risk' | 'recovery';
+
+export interface SessionOpenRequest {
+  role: SessionRole;
+  id: number;
+  name: string;
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+  accounts: bigint[];
+  feed?: string;
+  channels: number[];
+}
+
+export interface RegionGrant {
+  name: string;
+  account?: bigint;
+  addr: bigint;
+  length: number;
+  rkey: number;
+  access: string[];
+}
+
+export interface SessionOpenAnswer {
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+  regions: RegionGrant[];
+}
+
+export interface SessionInfo {
+  id: number;
+  role: SessionRole;
+  name: string;
+  state: string;
+  qpn: number;
+  [k: string]: unknown;
+}
+
+/** A refusal the route turns into its HTTP status and message. */
+export class RecoverySessionError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionError';
+  }
+}
+
+/** One feed the provider serves: its publisher (while it runs) and channel ids. */
+export interface RecoveryFeed {
+  publisher(): FeedPublisher | undefined;
+  readonly channels: readonly number[];
+}
+
+export class RecoverySessionProvider {
+  readonly roles = ['recovery'] as const;
+  readonly #feeds: ReadonlyMap<string, RecoveryFeed>;
+  readonly #limits: RecoveryLimits | undefined;
+  readonly #open = new Map<number, { feed: string; name: string }>();
+
+  constructor(feeds: ReadonlyMap<string, RecoveryFeed>, limits?: RecoveryLimits) {
+    this.#feeds = feeds;
+    this.#limits = limits;
+  }
+
+  open(req: SessionOpenRequest): SessionOpenAnswer {
+    if (req.role !== 'recovery') throw new RecoverySessionError(400, `role: the recovery provider does not serve '${req.role}'`);
+    const name = req.feed ?? 'default';
+    const feed = this.#feeds.get(name);
+    if (feed === undefined) throw new RecoverySessionError(404, `feed: unknown feed '${name}'`);
+    const publisher = feed.publisher();
+    if (publisher === undefined) throw new RecoverySessionError(503, `feed '${name}' is not publishing`);
+    if (req.channels.length === 0) throw new RecoverySessionError(400, 'channels: at least one channel is needed');
+    for (const c of req.channels) {
+      if (!feed.channels.includes(c)) throw new RecoverySessionError(400, `channels: feed '${name}' has no channel ${c}`);
+    }
+    if (this.#open.has(req.id)) throw new RecoverySessionError(409, `session ${req.id} is already connected`);
+    let answer;
+    try {
+      answer = publisher.openRecoverySession({
+        session: req.id,
+        channels: req.channels,
+        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu },
+        ...(this.#limits ? { limits: this.#limits } : {}),
+      });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      throw new RecoverySessionError(/already open/.test(message) ? 409 : 400, message);
+    }
+    this.#open.set(req.id, { feed: name, name: req.name });
+    return { ...answer, regions: [] };
+  }
+
+  close(id: number): boolean {
+    const s = this.#open.get(id);
+    if (s === undefined) return false;
+    this.#open.delete(id);
+    return this.#feeds.get(s.feed)?.publisher()?.closeRecoverySession(id) ?? false;
+  }
+
+  list(): SessionInfo[] {
+    const out: SessionInfo[] = [];
+    const byFeed = new Map<string, NativeRecoverySession[]>();
+    for (const [id, s] of this.#open) {
+      let sessions = byFeed.get(s.feed);
+      if (sessions === undefined) {
+        sessions = this.#feeds.get(s.feed)?.publisher()?.recoverySessions() ?? [];
+        byFeed.set(s.feed, sessions);
+      }
+      const n = sessions.find((x) => x.session === id);
+      const { session: _session, qpn, state, ...counters } = n ?? { session: id, qpn: 0, state: 'CLOSED' };
+      out.push({ id, role: 'recovery', name: s.name, feed: s.feed, state, qpn, ...counters });
+    }
+    return out;
+  }
+}
