@@ -238,3 +238,58 @@ test('the handshake is refused with the route status: bad token 401, unknown fee
     await e.stop();
   }
 });
+
+test('a gap older than the ring is reported unrecoverable, then the channel resyncs from a snapshot and carries on with no gap', async () => {
+  const e = await engine();
+  const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.94.1' }), {
+    channels: [{ id: 1, groupA: '239.78.94.1', heartbeatMs: 5, ring: { frames: 8 } }],
+    instruments: { 1: 1 },
+  });
+  const server = await sessionsServer(providerFor(pub, [1]));
+  try {
+    const got: FeedMessage[] = [];
+    const gaps: FeedGap[] = [];
+    const sub = await subscribe({
+      engine: e,
+      device: { address: '127.78.94.3' },
+      channels: [{ id: 1, groupA: '239.78.94.1' }],
+      onMessage: (m) => got.push(m),
+      onGap: (g) => gaps.push(g),
+      recovery: { name: 'ring', url: server.url, token: TOKEN },
+    });
+    const publish = async (from: number, n: number) => {
+      for (let i = from; i < from + n; i += 10) {
+        pub.publish(1, Array.from({ length: 10 }, (_, k) => quote(i + k)));
+        await pub.drained();
+        await sleep(1);
+      }
+    };
+    await publish(0, 100);
+    await until(() => got.length === 100);
+    pub.setLines({ a: false, b: false }); // the subscriber misses 300 messages: far more than 8 frames
+    await publish(100, 300);
+    await sleep(10);
+    pub.setLines({ a: true, b: false });
+    await publish(400, 100);
+    await until(() => got.length > 0 && got[got.length - 1]!.seq === 500n && !got[got.length - 1]!.snapshot);
+    assert.equal(gaps.length, 1);
+    assert.equal(gaps[0]!.fromSeq, 101n);
+    assert.equal(gaps[0]!.recoverable, false);
+    const s = sub.stats().channels[0]!;
+    assert.equal(s.rangeGone, 1);
+    assert.equal(s.snapshots, 1);
+    assert.equal(BigInt(s.unrecoverable), gaps[0]!.count);
+    const firstSnapshot = got.findIndex((m) => m.snapshot);
+    assert.equal(firstSnapshot, 100);
+    got.slice(0, 100).forEach((m, i) => assert.equal(m.seq, BigInt(i + 1)));
+    const after = got.slice(firstSnapshot).filter((m) => !m.snapshot);
+    const asOf = got[firstSnapshot]!.seq;
+    after.forEach((m, i) => assert.equal(m.seq, asOf + 1n + BigInt(i)));
+    assert.equal(pub.recoverySessions()[0]!.rangeGone, 1);
+    await sub.close();
+  } finally {
+    pub.close();
+    await server.close();
+    await e.stop();
+  }
+});
