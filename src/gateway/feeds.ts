@@ -17,6 +17,7 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
   if (!config.feeds.enabled || device === undefined) return undefined;
   const service = new FeedService(state.engine as Engine, device as FeedDevice, config.feeds);
   service.start();
+  state.feedService = service;
   const log = state.logger.child({ component: 'feeds' });
   log.info(
     {
