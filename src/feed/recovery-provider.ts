@@ -5,62 +5,9 @@
 // QP) that answers retransmission and snapshot requests for the entitled
 // channels, throttled per session; closing it takes the QP to ERR.
 //
-// The shapes below are the contract's SessionProvider interface, spelled out
-// structurally so this file compiles before the route's own module lands.
+import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../gateway/sessions/provider.js';
 import type { FeedPublisher } from './publisher.js';
 import type { NativeRecoverySession, RecoveryLimits } from './native.js';
-
-export type SessionRole = 'trading' | 'risk' | 'recovery';
-
-export interface SessionOpenRequest {
-  role: SessionRole;
-  id: number;
-  name: string;
-  qpn: number;
-  psn: number;
-  gid: string;
-  mtu: number;
-  accounts: bigint[];
-  feed?: string;
-  channels: number[];
-}
-
-export interface RegionGrant {
-  name: string;
-  account?: bigint;
-  addr: bigint;
-  length: number;
-  rkey: number;
-  access: string[];
-}
-
-export interface SessionOpenAnswer {
-  qpn: number;
-  psn: number;
-  gid: string;
-  mtu: number;
-  regions: RegionGrant[];
-}
-
-export interface SessionInfo {
-  id: number;
-  role: SessionRole;
-  name: string;
-  state: string;
-  qpn: number;
-  [k: string]: unknown;
-}
-
-/** A refusal the route turns into its HTTP status and message. */
-export class RecoverySessionError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'SessionError';
-  }
-}
 
 /** One feed the provider serves: its publisher (while it runs) and channel ids. */
 export interface RecoveryFeed {
@@ -68,8 +15,8 @@ export interface RecoveryFeed {
   readonly channels: readonly number[];
 }
 
-export class RecoverySessionProvider {
-  readonly roles = ['recovery'] as const;
+export class RecoverySessionProvider implements SessionProvider {
+  readonly roles: readonly SessionRole[] = ['recovery'];
   readonly #feeds: ReadonlyMap<string, RecoveryFeed>;
   readonly #limits: RecoveryLimits | undefined;
   readonly #open = new Map<number, { feed: string; name: string }>();
@@ -80,17 +27,17 @@ export class RecoverySessionProvider {
   }
 
   open(req: SessionOpenRequest): SessionOpenAnswer {
-    if (req.role !== 'recovery') throw new RecoverySessionError(400, `role: the recovery provider does not serve '${req.role}'`);
+    if (req.role !== 'recovery') throw new SessionError(400, `role: the recovery provider does not serve '${req.role}'`);
     const name = req.feed ?? 'default';
     const feed = this.#feeds.get(name);
-    if (feed === undefined) throw new RecoverySessionError(404, `feed: unknown feed '${name}'`);
+    if (feed === undefined) throw new SessionError(404, `feed: unknown feed '${name}'`);
     const publisher = feed.publisher();
-    if (publisher === undefined) throw new RecoverySessionError(503, `feed '${name}' is not publishing`);
-    if (req.channels.length === 0) throw new RecoverySessionError(400, 'channels: at least one channel is needed');
+    if (publisher === undefined) throw new SessionError(503, `feed '${name}' is not publishing`);
+    if (req.channels.length === 0) throw new SessionError(400, 'channels: at least one channel is needed');
     for (const c of req.channels) {
-      if (!feed.channels.includes(c)) throw new RecoverySessionError(400, `channels: feed '${name}' has no channel ${c}`);
+      if (!feed.channels.includes(c)) throw new SessionError(400, `channels: feed '${name}' has no channel ${c}`);
     }
-    if (this.#open.has(req.id)) throw new RecoverySessionError(409, `session ${req.id} is already connected`);
+    if (this.#open.has(req.id)) throw new SessionError(409, `session ${req.id} is already connected`);
     let answer;
     try {
       answer = publisher.openRecoverySession({
@@ -101,7 +48,7 @@ export class RecoverySessionProvider {
       });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      throw new RecoverySessionError(/already open/.test(message) ? 409 : 400, message);
+      throw new SessionError(/already open/.test(message) ? 409 : 400, message);
     }
     this.#open.set(req.id, { feed: name, name: req.name });
     return { ...answer, regions: [] };

@@ -35,7 +35,7 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
   const recovery = new RecoverySessionProvider(
     new Map([['default', { publisher: () => service.publisher, channels: service.config.channels.map((c) => c.id) }]]),
   );
-  (state as { sessionProviders?: unknown[] }).sessionProviders?.push(recovery);
+  state.sessionProviders.push(recovery);
 
   const channelView = (id: number) => {
     const cfg = service.config.channels.find((c) => c.id === id);

@@ -15,7 +15,8 @@ import { setFaults, faultCounters } from '../../src/native/testing/faults.js';
 import { MessageType, toBigInt } from '../../src/feed/messages.js';
 import { openFeedDevice } from '../../src/feed/native.js';
 import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
-import { RecoverySessionError, RecoverySessionProvider, type SessionOpenRequest } from '../../src/feed/recovery-provider.js';
+import { RecoverySessionProvider } from '../../src/feed/recovery-provider.js';
+import { SessionError, type SessionOpenRequest } from '../../src/gateway/sessions/provider.js';
 import { RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
 
@@ -75,7 +76,7 @@ async function sessionsServer(provider: RecoverySessionProvider): Promise<{ url:
         const a = provider.open(open);
         send(201, { id: open.id, role: 'recovery', name: open.name, ...a });
       } catch (e) {
-        const err = e as RecoverySessionError;
+        const err = e as SessionError;
         send(err.status ?? 500, { error: 'refused', message: err.message });
       }
     });
