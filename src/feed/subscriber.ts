@@ -33,6 +33,7 @@ import {
   type NativeFeedSubscriber,
   type NativeSubscriberChannelStats,
 } from './native.js';
+import { SlowConsumerError, SlowConsumerQueue, type QueueStats, type SlowConsumerOptions } from './slow-consumer.js';
 import { readFrameRecord, readGapRecord, readSessionRecord, type FeedLine } from './records.js';
 import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
@@ -57,8 +58,17 @@ export interface SubscribeOptions {
   readonly maxFrameSize?: number;
   /** Receive buffers posted (default 512). */
   readonly recvSlots?: number;
-  /** Messages the async iterator buffers before it drops the oldest (counted; default 1,000,000). */
+  /** Messages the async iterator buffers before it drops the oldest (counted; default 1,000,000). Shorthand for slowConsumer.maxQueued. */
   readonly iteratorBuffer?: number;
+  /**
+   * What happens when the async iterator is read slower than messages arrive
+   * (slow-consumer.ts): 'drop-oldest' (default), 'conflate' (latest per
+   * instrument and key) or 'disconnect', at maxQueued messages. Callbacks
+   * (onMessage) run synchronously in the record handler: a slow callback
+   * holds the engine's fromEngine ring (records beyond it are dropped and
+   * counted in ringFullDrops).
+   */
+  readonly slowConsumer?: SlowConsumerOptions;
   readonly onMessage?: (m: FeedMessage) => void;
   readonly onGap?: (g: FeedGap) => void;
   readonly onSession?: (s: FeedSessionChange) => void;
@@ -163,6 +173,8 @@ export interface SubscriberStats {
   ringFullDrops: number;
   /** Messages the async iterator dropped (its buffer was full). */
   iteratorDrops: number;
+  /** The iterator's queue: policy, lag (queued), high water, dropped, conflated. */
+  consumer: QueueStats;
   decodeErrors: number;
 }
 
@@ -199,12 +211,9 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   readonly #native: NativeFeedSubscriber;
   readonly #unsubscribe: Array<() => void> = [];
   readonly #listeners = { message: new Set<Listener<FeedMessage>>(), gap: new Set<Listener<FeedGap>>(), session: new Set<Listener<FeedSessionChange>>() };
-  readonly #buffer: FeedMessage[] = [];
-  #bufferHead = 0;
-  readonly #bufferLimit: number;
+  readonly #queue: SlowConsumerQueue<FeedMessage>;
   #iterating = false;
   #wake: (() => void) | undefined;
-  #iteratorDrops = 0;
   #closed = false;
   #recoverySession: RecoveryHandshakeAnswer | undefined;
 
@@ -213,7 +222,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     this.#engine = engine;
     this.#ownEngine = ownEngine;
     this.#native = native;
-    this.#bufferLimit = options.iteratorBuffer ?? 1_000_000;
+    this.#queue = new SlowConsumerQueue({ maxQueued: options.iteratorBuffer, ...options.slowConsumer });
     if (options.onMessage) this.#listeners.message.add(options.onMessage);
     if (options.onGap) this.#listeners.gap.add(options.onGap);
     if (options.onSession) this.#listeners.session.add(options.onSession);
@@ -280,7 +289,8 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         latency: summarize(this.#native.latencyCounts(i)),
       })),
       ringFullDrops: s.ringFullDrops,
-      iteratorDrops: this.#iteratorDrops,
+      iteratorDrops: this.#queue.stats().dropped,
+      consumer: this.#queue.stats(),
       decodeErrors: 0,
     };
   }
@@ -316,14 +326,9 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     return {
       next: async (): Promise<IteratorResult<FeedMessage>> => {
         for (;;) {
-          if (this.#bufferHead < this.#buffer.length) {
-            const v = this.#buffer[this.#bufferHead++]!;
-            if (this.#bufferHead > 4096 && this.#bufferHead * 2 > this.#buffer.length) {
-              this.#buffer.splice(0, this.#bufferHead);
-              this.#bufferHead = 0;
-            }
-            return { value: v, done: false };
-          }
+          const v = this.#queue.shift();
+          if (v !== undefined) return { value: v, done: false };
+          if (this.#queue.tripped) throw new SlowConsumerError(this.#queue.stats().maxQueued);
           if (this.#closed) return { value: undefined, done: true };
           await new Promise<void>((resolve) => (this.#wake = resolve));
           this.#wake = undefined;
@@ -352,12 +357,10 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
       const seq = snapshot ? asOf : m.seq;
       const msg = new FeedMessageImpl(r.channel, r.session, r.line, snapshot, recovered, r.sendTimeNs, r.receiveTimeNs, seq, m.type, m.instrumentId, m.key, m.action, m.body);
       if (hasListeners) for (const l of this.#listeners.message) l(msg);
-      if (this.#iterating) {
-        if (this.#buffer.length - this.#bufferHead >= this.#bufferLimit) {
-          this.#bufferHead++;
-          this.#iteratorDrops++;
-        }
-        this.#buffer.push(msg);
+      if (this.#iterating && !this.#queue.push(msg)) {
+        // Policy 'disconnect': the subscription ends here; the iterator throws once drained.
+        void this.close();
+        break;
       }
     }
     this.#wake?.();
