@@ -109,6 +109,8 @@ export interface NativeRecoverySession {
   rangeGone: number;
   /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */
   byStatus: Record<string, number>;
+  /** The subscriber's last SubscriberReport: its lag (queued), drops and losses. */
+  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number };
 }
 
 export interface NativeFeedPublisher {
@@ -130,6 +132,8 @@ export interface NativeFeedSubscriber {
   /** Our side of the recovery connection (null without config.recovery). */
   recoveryLocal(): RcEndpointInfo | null;
   connectRecovery(gateway: RcEndpointInfo): void;
+  /** The application's queue, reported to the gateway over the recovery connection. */
+  reportConsumer(load: { queued: number; dropped: number; conflated: number }): void;
   close(): void;
 }
 

@@ -61,8 +61,9 @@ export class RecoverySessionProvider implements SessionProvider {
     return this.#feeds.get(s.feed)?.publisher()?.closeRecoverySession(id) ?? false;
   }
 
-  list(): SessionInfo[] {
-    const out: SessionInfo[] = [];
+  /** Open sessions with their native counters (what the metrics export). */
+  counters(): Array<{ id: number; name: string; feed: string; native: NativeRecoverySession | undefined }> {
+    const out: Array<{ id: number; name: string; feed: string; native: NativeRecoverySession | undefined }> = [];
     const byFeed = new Map<string, NativeRecoverySession[]>();
     for (const [id, s] of this.#open) {
       let sessions = byFeed.get(s.feed);
@@ -70,10 +71,15 @@ export class RecoverySessionProvider implements SessionProvider {
         sessions = this.#feeds.get(s.feed)?.publisher()?.recoverySessions() ?? [];
         byFeed.set(s.feed, sessions);
       }
-      const n = sessions.find((x) => x.session === id);
-      const { session: _session, qpn, state, ...counters } = n ?? { session: id, qpn: 0, state: 'CLOSED' };
-      out.push({ id, role: 'recovery', name: s.name, feed: s.feed, state, qpn, ...counters });
+      out.push({ id, name: s.name, feed: s.feed, native: sessions.find((x) => x.session === id) });
     }
     return out;
+  }
+
+  list(): SessionInfo[] {
+    return this.counters().map(({ id, name, feed, native }) => {
+      const { session: _session, qpn, state, ...counters } = native ?? { session: id, qpn: 0, state: 'CLOSED' };
+      return { id, role: 'recovery' as const, name, feed, state, qpn, ...counters };
+    });
   }
 }

@@ -95,6 +95,8 @@ export interface SubscriberRecoveryOptions {
   readonly requestTimeoutMs?: number;
   /** Live frames held per channel while a range is recovered (default 65536). */
   readonly bufferFrames?: number;
+  /** How often the subscriber reports its lag and drops to the gateway (default 250 ms). */
+  readonly reportIntervalMs?: number;
 }
 
 export interface FeedMessage {
@@ -216,6 +218,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   #wake: (() => void) | undefined;
   #closed = false;
   #recoverySession: RecoveryHandshakeAnswer | undefined;
+  #reportTimer: NodeJS.Timeout | undefined;
 
   /** @internal */
   constructor(engine: Engine, ownEngine: boolean, native: NativeFeedSubscriber, options: SubscribeOptions) {
@@ -301,9 +304,15 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   }
 
   /** @internal Connects the native recovery QP to the gateway's side. */
-  connectRecovery(answer: RecoveryHandshakeAnswer): void {
+  connectRecovery(answer: RecoveryHandshakeAnswer, reportIntervalMs = 250): void {
     this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu });
     this.#recoverySession = answer;
+    // The engine sends what the application's queue says in its SubscriberReports.
+    this.#reportTimer = setInterval(() => {
+      const q = this.#queue.stats();
+      this.#native.reportConsumer({ queued: q.queued, dropped: q.dropped, conflated: q.conflated });
+    }, Math.max(10, Math.min(reportIntervalMs, 1000)));
+    this.#reportTimer.unref();
   }
 
   /** Raw e2e latency histogram counters of one channel (by index in the config). */
@@ -315,6 +324,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     if (this.#closed) return;
     this.#closed = true;
     for (const u of this.#unsubscribe) u();
+    clearInterval(this.#reportTimer);
     this.#native.close();
     this.#wake?.();
     await this.#recoverySession?.close();
@@ -387,7 +397,7 @@ async function connectRecovery(
   }
   const answer = await handshake({ name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), local });
   try {
-    sub.connectRecovery(answer);
+    sub.connectRecovery(answer, r.reportIntervalMs);
   } catch (e) {
     await answer.close();
     throw e;
@@ -421,7 +431,14 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
       recovery:
         r === undefined
           ? undefined
-          : { replyBytes: r.replyBytes, recvSlots: r.recvSlots, maxRequestMessages: r.maxRequestMessages, requestTimeoutMs: r.requestTimeoutMs, bufferFrames: r.bufferFrames },
+          : {
+              replyBytes: r.replyBytes,
+              recvSlots: r.recvSlots,
+              maxRequestMessages: r.maxRequestMessages,
+              requestTimeoutMs: r.requestTimeoutMs,
+              bufferFrames: r.bufferFrames,
+              reportIntervalMs: r.reportIntervalMs,
+            },
     });
     const sub = new FeedSubscriber(engine, own, native, options);
     if (r !== undefined) {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { FeedService } from '../feed/service.js';
 import { RecoverySessionProvider } from '../feed/recovery-provider.js';
+import { recoveryMetrics } from '../feed/recovery-metrics.js';
 import type { FeedDevice } from '../feed/native.js';
 import type { Engine } from '../native/engine.js';
 import { LatencyCounts } from '../native/latency-counts.js';
@@ -36,6 +37,7 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
     new Map([['default', { publisher: () => service.publisher, channels: service.config.channels.map((c) => c.id) }]]),
   );
   state.sessionProviders.push(recovery);
+  state.metricSources.push(recoveryMetrics(recovery));
 
   const channelView = (id: number) => {
     const cfg = service.config.channels.find((c) => c.id === id);

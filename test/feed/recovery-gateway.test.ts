@@ -91,3 +91,62 @@ feeds:
     await gw.close();
   }
 });
+
+test("the gateway's /metrics name a slow subscriber: its lag and drops come from the reports on its recovery session", async () => {
+  const group = `239.78.${96 + Math.floor(Math.random() * 4)}.${1 + Math.floor(Math.random() * 200)}`;
+  const { file, dir } = writeConfig(`control:
+  tokens:
+    - {name: ops, scope: admin, token: ${ADMIN_TOKEN}}
+    - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
+feeds:
+  enabled: true
+  channels:
+    - {id: 1, groupA: "${group}", heartbeatMs: 5}
+  instruments: {count: 40}
+  synthetic: {enabled: true, ratePerSec: 20000}
+`);
+  const config = loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`] });
+  const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
+  const e = new Engine({ toEngineCapacity: 1 << 20, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });
+  await e.start();
+  try {
+    const channels = [{ id: 1, groupA: group }];
+    const recovery = (name: string) => ({ name, url: gw.url, token: FEED_TOKEN, reportIntervalMs: 50 });
+    let fastCount = 0;
+    const fast = await subscribe({ engine: e, device: { address: freeLoopbackAddress() }, channels, onMessage: () => fastCount++, recovery: recovery('fast-1') });
+    const slow = await subscribe({ engine: e, device: { address: freeLoopbackAddress() }, channels, recovery: recovery('slow-1'), slowConsumer: { policy: 'drop-oldest', maxQueued: 500 } });
+    let slowCount = 0;
+    const reader = (async () => {
+      for await (const _ of slow) {
+        slowCount++;
+        await sleep(2); // ~500 messages/s against a 20,000/s feed
+      }
+    })();
+    const metric = (text: string, name: string, who: string): number => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`name="${who}"`));
+      return line === undefined ? NaN : Number(line.split(' ').pop());
+    };
+    let text = '';
+    const end = Date.now() + 10_000;
+    while (Date.now() < end) {
+      await sleep(100);
+      const res = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      text = await res.text();
+      if (metric(text, 'qpgate_feed_subscriber_dropped_messages_total', 'slow-1') > 1000) break;
+    }
+    assert.ok(metric(text, 'qpgate_feed_subscriber_lag_messages', 'slow-1') > 100, 'the slow subscriber lags');
+    assert.ok(metric(text, 'qpgate_feed_subscriber_dropped_messages_total', 'slow-1') > 1000, 'its policy dropped the oldest');
+    assert.equal(metric(text, 'qpgate_feed_subscriber_lag_messages', 'fast-1'), 0);
+    assert.equal(metric(text, 'qpgate_feed_subscriber_dropped_messages_total', 'fast-1'), 0);
+    const s = slow.stats().consumer;
+    assert.ok(s.highWater <= 500, `bounded: high water ${s.highWater}`);
+    assert.ok(fastCount > slowCount * 5, `the fast subscriber is unaffected (${fastCount} vs ${slowCount})`);
+    assert.equal(fast.stats().channels[0]!.unrecoverable, 0);
+    await slow.close();
+    await reader;
+    await fast.close();
+  } finally {
+    await e.stop();
+    await gw.close();
+  }
+});

@@ -85,6 +85,16 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   o.Set("byStatus", by);
   o.Set("throttled", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kThrottled)].get()));
   o.Set("rangeGone", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kRangeGone)].get()));
+  Napi::Object rep = Napi::Object::New(env);
+  rep.Set("reports", num(env, c.reports.get()));
+  rep.Set("lastReportNs", num(env, c.last_report_ns.get()));
+  rep.Set("queued", num(env, c.report_queued.get()));
+  rep.Set("dropped", num(env, c.report_dropped.get()));
+  rep.Set("conflated", num(env, c.report_conflated.get()));
+  rep.Set("gaps", num(env, c.report_gaps.get()));
+  rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
+  rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
+  o.Set("subscriber", rep);
   return o;
 }
 
@@ -365,13 +375,16 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
                         InstanceMethod<&SubscriberWrap::LatencyCounts>("latencyCounts"),
                         InstanceMethod<&SubscriberWrap::RecoveryLocal>("recoveryLocal"),
                         InstanceMethod<&SubscriberWrap::ConnectRecovery>("connectRecovery"),
+                        InstanceMethod<&SubscriberWrap::ReportConsumer>("reportConsumer"),
                         InstanceMethod<&SubscriberWrap::Close>("close")});
   }
   explicit SubscriberWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SubscriberWrap>(info) {}
   ~SubscriberWrap() override { release(); }
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats,
-            std::optional<verbs::RcPeer> recovery_local, std::shared_ptr<feed::RecoveryClientCounters> client) {
+            std::optional<verbs::RcPeer> recovery_local, std::shared_ptr<feed::RecoveryClientCounters> client,
+            std::shared_ptr<feed::ConsumerLoad> load) {
+    load_ = std::move(load);
     h_.bind(info, r.engine, r.agent, id);
     stats_ = std::move(stats);
     recovery_local_ = recovery_local;
@@ -384,6 +397,18 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
   Napi::Value RecoveryLocal(const Napi::CallbackInfo& info) {
     if (!recovery_local_) return info.Env().Null();
     return rc_peer_to_js(info.Env(), *recovery_local_);
+  }
+  // reportConsumer({queued, dropped, conflated}): the application's queue, sent to the gateway in SubscriberReports.
+  Napi::Value ReportConsumer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "subscriber.reportConsumer: expects {queued, dropped, conflated}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    if (load_ != nullptr) {
+      load_->queued.store(to_u64(env, o.Get("queued"), "subscriber.reportConsumer: queued"), std::memory_order_relaxed);
+      load_->dropped.store(to_u64(env, o.Get("dropped"), "subscriber.reportConsumer: dropped"), std::memory_order_relaxed);
+      load_->conflated.store(to_u64(env, o.Get("conflated"), "subscriber.reportConsumer: conflated"), std::memory_order_relaxed);
+    }
+    return env.Undefined();
   }
   // connectRecovery({qpn, psn, gid, mtu}): the gateway's answer; the QP goes to RTS.
   Napi::Value ConnectRecovery(const Napi::CallbackInfo& info) {
@@ -477,6 +502,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
   std::shared_ptr<feed::SubscriberStats> stats_;
   std::optional<verbs::RcPeer> recovery_local_;
   std::shared_ptr<feed::RecoveryClientCounters> client_;  // null without a recovery connection
+  std::shared_ptr<feed::ConsumerLoad> load_;
 };
 
 // createSubscriber(engine, device, {channels: [{id, groupA, groupB?, holdFrames?, maxWaitUs?}],
@@ -512,6 +538,7 @@ Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
     if (has(ro, "recvSlots")) rc.recv_slots = to_u32(env, ro.Get("recvSlots"), where + ".recvSlots", 1024);
     if (has(ro, "maxRequestMessages")) rc.max_request_messages = to_u32(env, ro.Get("maxRequestMessages"), where + ".maxRequestMessages");
     if (has(ro, "requestTimeoutMs")) rc.request_timeout_ns = std::uint64_t{to_u32(env, ro.Get("requestTimeoutMs"), where + ".requestTimeoutMs", 3'600'000)} * 1'000'000;
+    if (has(ro, "reportIntervalMs")) rc.report_interval_ns = std::uint64_t{to_u32(env, ro.Get("reportIntervalMs"), where + ".reportIntervalMs", 3'600'000)} * 1'000'000;
     if (has(ro, "bufferFrames")) rc.buffer_frames = to_u32(env, ro.Get("bufferFrames"), where + ".bufferFrames", 1u << 22);
   }
   if (std::string e = feed::validate(sc); !e.empty()) throw Napi::TypeError::New(env, "feed.createSubscriber: " + e);
@@ -520,11 +547,13 @@ Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
   std::shared_ptr<feed::SubscriberStats> stats;
   std::optional<verbs::RcPeer> recovery_local;
   std::shared_ptr<feed::RecoveryClientCounters> client;
+  std::shared_ptr<feed::ConsumerLoad> load;
   r.engine->run_on_engine([&] {
     id = r.agent->add_subscriber(*r.device, sc);
     if (!id.ok()) return;
     feed::Subscriber* s = r.agent->subscriber(*id);
     stats = s->stats();
+    load = s->consumer_load();
     if (feed::RecoveryClient* rc = s->recovery()) {
       recovery_local = rc->local();
       client = rc->shared_counters();
@@ -532,7 +561,7 @@ Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
   });
   if (!id.ok()) throw verbs_error(env, id.error());
   Napi::Object js = classes->subscriber.New({});
-  SubscriberWrap::Unwrap(js)->init(info, r, *id, std::move(stats), recovery_local, client);
+  SubscriberWrap::Unwrap(js)->init(info, r, *id, std::move(stats), recovery_local, client, load);
   return js;
 }
 

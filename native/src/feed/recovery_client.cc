@@ -36,5 +36,6 @@ bool RecoveryClient::send_request(const Q& q) {
 
 bool RecoveryClient::send(const recovery::RetransmitRequest& q) { return send_request(q); }
 bool RecoveryClient::send(const recovery::SnapshotRequest& q) { return send_request(q); }
+bool RecoveryClient::send(const recovery::SubscriberReport& q) { return send_request(q); }
 
 }  // namespace qpgate::feed

@@ -6,6 +6,8 @@
 // engine's).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -22,6 +24,15 @@ struct SubscriberRecoveryConfig {
   std::uint32_t max_request_messages = 4096;   // asked per RetransmitRequest
   std::uint64_t request_timeout_ns = 2'000'000'000;  // no answer (or no connection) by then: give up
   std::size_t buffer_frames = 65'536;          // live frames held per channel while recovering
+  std::uint64_t report_interval_ns = 250'000'000;  // SubscriberReport to the gateway (0: never)
+};
+
+// What the application side (JS) says about its consumption, for the
+// SubscriberReport: written by the JS thread, read by the engine thread.
+struct ConsumerLoad {
+  std::atomic<std::uint64_t> queued{0};
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> conflated{0};
 };
 
 struct RecoveryClientCounters {
@@ -46,6 +57,7 @@ class RecoveryClient {
   std::uint64_t next_request_id() { return ++last_request_id_; }
   bool send(const recovery::RetransmitRequest& q);
   bool send(const recovery::SnapshotRequest& q);
+  bool send(const recovery::SubscriberReport& q);
 
   // Calls on_reply(const recovery::Reply&) for each reply received; the
   // reply's frames are valid during the call only.

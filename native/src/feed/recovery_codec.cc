@@ -17,6 +17,7 @@ using protozero::pbf_wire_type;
 constexpr protozero::pbf_tag_type kRetransmit = 1;
 constexpr protozero::pbf_tag_type kSnapshot = 2;
 constexpr protozero::pbf_tag_type kError = 3;
+constexpr protozero::pbf_tag_type kReport = 3;  // RecoveryRequest.report
 
 bool want(protozero::pbf_reader& r, pbf_wire_type t, const char** error, const char* message) {
   if (r.wire_type() == t) return true;
@@ -73,6 +74,19 @@ bool decode_snapshot(protozero::data_view v, SnapshotRequest& out, const char** 
   return true;
 }
 
+bool decode_report(protozero::data_view v, SubscriberReport& out, const char** error) {
+  protozero::pbf_reader r{v};
+  std::uint64_t* fields[] = {&out.queued, &out.dropped, &out.conflated, &out.gaps, &out.unrecoverable, &out.ring_full_drops};
+  while (r.next()) {
+    if (r.tag() >= 1 && r.tag() <= 6) {
+      if (!varint(r, *fields[r.tag() - 1], error, "SubscriberReport: wrong wire type")) return false;
+    } else {
+      r.skip();
+    }
+  }
+  return true;
+}
+
 template <class Fn>
 std::size_t write(std::span<std::uint8_t> out, Fn&& fn) {
   protozero::fixed_size_buffer_adaptor buf{reinterpret_cast<char*>(out.data()), out.size()};
@@ -99,7 +113,7 @@ bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const cha
   try {
     protozero::pbf_reader r{reinterpret_cast<const char*>(bytes.data()), bytes.size()};
     while (r.next()) {
-      if (r.tag() == kRetransmit || r.tag() == kSnapshot) {
+      if (r.tag() == kRetransmit || r.tag() == kSnapshot || r.tag() == kReport) {
         if (!want(r, pbf_wire_type::length_delimited, error, "RecoveryRequest.body: wrong wire type")) return false;
         if (out.kind != RequestKind::kNone) {
           *error = "RecoveryRequest has two bodies";
@@ -109,6 +123,9 @@ bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const cha
         if (r.tag() == kRetransmit) {
           out.kind = RequestKind::kRetransmit;
           if (!decode_retransmit(v, out.retransmit, error)) return false;
+        } else if (r.tag() == kReport) {
+          out.kind = RequestKind::kReport;
+          if (!decode_report(v, out.report, error)) return false;
         } else {
           out.kind = RequestKind::kSnapshot;
           if (!decode_snapshot(v, out.snapshot, error)) return false;
@@ -125,7 +142,7 @@ bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const cha
     return false;
   }
   if (out.kind == RequestKind::kNone) {
-    *error = "RecoveryRequest has no body (retransmit or snapshot)";
+    *error = "RecoveryRequest has no body (retransmit, snapshot or report)";
     return false;
   }
   return true;
@@ -147,6 +164,16 @@ std::size_t encode_request(const SnapshotRequest& q, std::span<std::uint8_t> out
     Writer m{w, kSnapshot};
     if (q.channel != 0) m.add_uint32(1, q.channel);
     if (q.request_id != 0) m.add_uint64(2, q.request_id);
+  });
+}
+
+std::size_t encode_request(const SubscriberReport& q, std::span<std::uint8_t> out) {
+  return write(out, [&](Writer& w) {
+    Writer m{w, kReport};
+    const std::uint64_t fields[] = {q.queued, q.dropped, q.conflated, q.gaps, q.unrecoverable, q.ring_full_drops};
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      if (fields[i] != 0) m.add_uint64(i + 1, fields[i]);
+    }
   });
 }
 

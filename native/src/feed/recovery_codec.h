@@ -59,12 +59,22 @@ struct SnapshotRequest {
   std::uint32_t instrument_filters = 0;
 };
 
-enum class RequestKind : std::uint8_t { kNone, kRetransmit, kSnapshot };
+struct SubscriberReport {
+  std::uint64_t queued = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t conflated = 0;
+  std::uint64_t gaps = 0;
+  std::uint64_t unrecoverable = 0;
+  std::uint64_t ring_full_drops = 0;
+};
+
+enum class RequestKind : std::uint8_t { kNone, kRetransmit, kSnapshot, kReport };
 
 struct Request {
   RequestKind kind = RequestKind::kNone;
   RetransmitRequest retransmit;
   SnapshotRequest snapshot;
+  SubscriberReport report;
 };
 
 // Decodes one RecoveryRequest. On failure returns false and says why in
@@ -74,6 +84,7 @@ bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const cha
 // Encoders return the bytes written, or 0 when `out` is too small.
 std::size_t encode_request(const RetransmitRequest& r, std::span<std::uint8_t> out);
 std::size_t encode_request(const SnapshotRequest& r, std::span<std::uint8_t> out);
+std::size_t encode_request(const SubscriberReport& r, std::span<std::uint8_t> out);
 
 struct RetransmitReplyHead {
   std::uint64_t request_id = 0;

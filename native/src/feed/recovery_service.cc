@@ -142,7 +142,17 @@ void RecoveryService::serve(Session& s, std::span<const std::uint8_t> bytes, std
     send_error(s, Status::kMalformed, error);
     return;
   }
-  if (q.kind == recovery::RequestKind::kRetransmit) {
+  if (q.kind == recovery::RequestKind::kReport) {
+    RecoverySessionCounters& c = *s.counters;
+    c.reports.add();
+    c.last_report_ns.set(now_ns);
+    c.report_queued.set(q.report.queued);
+    c.report_dropped.set(q.report.dropped);
+    c.report_conflated.set(q.report.conflated);
+    c.report_gaps.set(q.report.gaps);
+    c.report_unrecoverable.set(q.report.unrecoverable);
+    c.report_ring_full_drops.set(q.report.ring_full_drops);
+  } else if (q.kind == recovery::RequestKind::kRetransmit) {
     s.counters->retransmit_requests.add();
     retransmit(s, q.retransmit, now_ns);
   } else {

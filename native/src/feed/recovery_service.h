@@ -10,6 +10,8 @@
 //   SnapshotRequest → the channel's snapshot frames (SnapshotBegin, state,
 //       SnapshotEnd), captured at once and streamed in as many SnapshotReply
 //       parts as they need, as send slots free up;
+//   SubscriberReport → kept in the session's counters (lag, drops, gaps),
+//       not answered;
 //   garbage → ErrorReply MALFORMED.
 //
 // Every request first needs an entitled channel (NOT_ENTITLED) and tokens
@@ -67,6 +69,15 @@ struct RecoverySessionCounters {
   engine::SingleWriterCounter snapshots_sent;
   engine::SingleWriterCounter by_status[recovery::kStatusCount];  // replies by status
   engine::SingleWriterCounter errors;  // completion errors (the QP went to ERR)
+  // The subscriber's last SubscriberReport (not answered): its lag and losses, for the gateway's metrics.
+  engine::SingleWriterCounter reports;
+  engine::SingleWriterCounter last_report_ns;  // CLOCK_MONOTONIC
+  engine::SingleWriterCounter report_queued;
+  engine::SingleWriterCounter report_dropped;
+  engine::SingleWriterCounter report_conflated;
+  engine::SingleWriterCounter report_gaps;
+  engine::SingleWriterCounter report_unrecoverable;
+  engine::SingleWriterCounter report_ring_full_drops;
 };
 
 struct RecoverySessionInfo {

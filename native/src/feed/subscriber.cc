@@ -88,6 +88,24 @@ void Subscriber::make_channels() {
   }
 }
 
+void Subscriber::report(std::uint64_t now_ns) {
+  const std::uint64_t interval = config_.recovery.report_interval_ns;
+  if (interval == 0 || !recovery_->connected()) return;
+  if (now_ns >= next_report_ns_) {
+    recovery::SubscriberReport r;
+    r.queued = consumer_->queued.load(std::memory_order_relaxed);
+    r.dropped = consumer_->dropped.load(std::memory_order_relaxed);
+    r.conflated = consumer_->conflated.load(std::memory_order_relaxed);
+    for (const auto& c : stats_->channels) {
+      r.gaps += c.gaps.get();
+      r.unrecoverable += c.unrecoverable.get();
+    }
+    r.ring_full_drops = stats_->ring_full_drops.get();
+    if (recovery_->send(r)) next_report_ns_ = now_ns + interval;
+  }
+  if (deadline_ns_ == 0 || next_report_ns_ < deadline_ns_) deadline_ns_ = next_report_ns_;
+}
+
 verbs::Status Subscriber::connect_recovery(const verbs::RcPeer& gateway) {
   if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
   if (recovery_->connected() || recovery_->failed()) return verbs::Error{EALREADY, "feed subscriber: the recovery connection was already made"};
@@ -217,6 +235,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       const std::uint64_t d = c->deadline();
       if (d != 0 && (deadline_ns_ == 0 || d < deadline_ns_)) deadline_ns_ = d;
     }
+    report(now_ns);
   }
   for (auto& c : channels_) c->out = nullptr;
   return work;

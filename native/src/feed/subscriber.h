@@ -120,6 +120,8 @@ class Subscriber {
   // handshake, then the gateway's answer. Engine thread.
   RecoveryClient* recovery() const { return recovery_.get(); }
   verbs::Status connect_recovery(const verbs::RcPeer& gateway);
+  // The application's queue (lag, drops), reported to the gateway over the recovery connection.
+  const std::shared_ptr<ConsumerLoad>& consumer_load() const { return consumer_; }
 
  private:
   using Channel = SubscriberChannel;
@@ -130,6 +132,9 @@ class Subscriber {
   SubscriberConfig config_;
   std::unique_ptr<UdEndpoint> ep_;
   std::unique_ptr<RecoveryClient> recovery_;
+  std::shared_ptr<ConsumerLoad> consumer_ = std::make_shared<ConsumerLoad>();
+  std::uint64_t next_report_ns_ = 0;
+  void report(std::uint64_t now_ns);
   std::vector<std::unique_ptr<Channel>> channels_;
   std::shared_ptr<SubscriberStats> stats_;
   std::size_t slot_bytes_ = 0;

@@ -54,7 +54,7 @@ TEST(RecoveryCodec, BadRequestsAreNamed) {
   EXPECT_FALSE(decode({0x0a, 0x00, 0x12, 0x00}));  // retransmit and snapshot
   EXPECT_STREQ(error, "RecoveryRequest has two bodies");
   EXPECT_FALSE(decode({0x78, 0x01}));
-  EXPECT_STREQ(error, "RecoveryRequest has no body (retransmit or snapshot)");
+  EXPECT_STREQ(error, "RecoveryRequest has no body (retransmit, snapshot or report)");
   EXPECT_FALSE(decode({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
   EXPECT_STREQ(error, "invalid protobuf");
 }

@@ -263,6 +263,26 @@ TEST(FeedRecovery, NewPublisherSessionMidStreamResyncsBySnapshot) {
   EXPECT_TRUE(rig.got.gaps.empty());
 }
 
+TEST(FeedRecovery, SubscriberReportsItsLagAndLossesToTheGateway) {
+  Rig rig("127.77.98.1", "127.77.98.2");
+  ASSERT_TRUE(rig.ok());
+  const std::uint32_t group = ip4("239.77.98.1");
+  rig.make_publisher(group);
+  rig.make_subscriber(group);
+  rig.sub->consumer_load()->queued.store(1234);
+  rig.sub->consumer_load()->dropped.store(56);
+  rig.sub->consumer_load()->conflated.store(7);
+  rig.publish(10);
+  const auto counters = rig.service.sessions()[0].counters;
+  rig.run_until([&] { return counters->report_queued.get() == 1234; }, 3000);
+  EXPECT_GE(counters->reports.get(), 1u);
+  EXPECT_EQ(counters->report_dropped.get(), 56u);
+  EXPECT_EQ(counters->report_conflated.get(), 7u);
+  EXPECT_EQ(counters->report_gaps.get(), 0u);
+  EXPECT_EQ(counters->requests.get(), counters->reports.get());  // reports are requests...
+  EXPECT_EQ(counters->replies.get(), 0u);                        // ...that are not answered
+}
+
 // A raw recovery client (what a misbehaving subscriber could send).
 struct RawClient {
   std::unique_ptr<RcEndpoint> ep;
@@ -378,7 +398,7 @@ TEST(FeedRecovery, BadRequestsGetTheirStatusAndAreCounted) {
   r = client.await(rig);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->error_status, Status::kMalformed);
-  EXPECT_EQ(r->error_message, "RecoveryRequest has no body (retransmit or snapshot)");
+  EXPECT_EQ(r->error_message, "RecoveryRequest has no body (retransmit, snapshot or report)");
 
   auto ask = [&](std::uint32_t session, std::uint64_t from, std::uint32_t count) {
     recovery::RetransmitRequest q;
