@@ -151,7 +151,7 @@ bool decode_request(std::span<const std::uint8_t> bytes, Request& out, const cha
 std::size_t encode_request(const RetransmitRequest& q, std::span<std::uint8_t> out) {
   return write(out, [&](Writer& w) {
     Writer m{w, kRetransmit};
-    if (q.channel != 0) m.add_uint32(1, q.channel);
+    m.add_uint32(1, q.channel);  // always: an empty body would drop the submessage (channel 0 is a channel)
     if (q.session != 0) m.add_uint32(2, q.session);
     if (q.from_sequence != 0) m.add_uint64(3, q.from_sequence);
     if (q.count != 0) m.add_uint32(4, q.count);
@@ -162,7 +162,7 @@ std::size_t encode_request(const RetransmitRequest& q, std::span<std::uint8_t> o
 std::size_t encode_request(const SnapshotRequest& q, std::span<std::uint8_t> out) {
   return write(out, [&](Writer& w) {
     Writer m{w, kSnapshot};
-    if (q.channel != 0) m.add_uint32(1, q.channel);
+    m.add_uint32(1, q.channel);  // always, as above
     if (q.request_id != 0) m.add_uint64(2, q.request_id);
   });
 }
@@ -172,7 +172,7 @@ std::size_t encode_request(const SubscriberReport& q, std::span<std::uint8_t> ou
     Writer m{w, kReport};
     const std::uint64_t fields[] = {q.queued, q.dropped, q.conflated, q.gaps, q.unrecoverable, q.ring_full_drops};
     for (std::uint32_t i = 0; i < 6; ++i) {
-      if (fields[i] != 0) m.add_uint64(i + 1, fields[i]);
+      if (fields[i] != 0 || i == 0) m.add_uint64(i + 1, fields[i]);  // queued always: never an empty body
     }
   });
 }
@@ -227,7 +227,35 @@ std::size_t encode_error_reply(Status status, std::string_view message, std::spa
   });
 }
 
-bool decode_reply(std::span<const std::uint8_t> bytes, Reply& out, const char** error) {
+namespace {
+
+// A reply's scalar or bytes field, with its wire type checked (a reply comes
+// from the network too: a wrong type is an error, never a misread).
+bool scalar(protozero::pbf_reader& m, std::uint64_t& dst, const char** error) {
+  return varint(m, dst, error, "RecoveryReply: a scalar field with the wrong wire type");
+}
+bool bytes(protozero::pbf_reader& m, protozero::data_view& dst, const char** error) {
+  if (!want(m, pbf_wire_type::length_delimited, error, "RecoveryReply: a bytes field with the wrong wire type")) return false;
+  dst = m.get_view();
+  return true;
+}
+template <class T>
+bool narrow(protozero::pbf_reader& m, T& dst, const char** error) {
+  std::uint64_t v = 0;
+  if (!scalar(m, v, error)) return false;
+  dst = static_cast<T>(v);
+  return true;
+}
+bool status(protozero::pbf_reader& m, Status& dst, const char** error) {
+  std::uint64_t v = 0;
+  if (!scalar(m, v, error)) return false;
+  dst = status_of(v < kStatusCount ? static_cast<std::uint32_t>(v) : 0);
+  return true;
+}
+
+}  // namespace
+
+bool decode_reply(std::span<const std::uint8_t> bytes_in, Reply& out, const char** error) {
   out.kind = ReplyKind::kNone;
   out.frame_count = 0;
   out.retransmit = {};
@@ -235,7 +263,9 @@ bool decode_reply(std::span<const std::uint8_t> bytes, Reply& out, const char** 
   out.error_status = Status::kUnspecified;
   out.error_message = {};
   *error = nullptr;
-  auto add_frame = [&](protozero::data_view v) {
+  auto add_frame = [&](protozero::pbf_reader& m) {
+    protozero::data_view v;
+    if (!bytes(m, v, error)) return false;
     if (out.frame_count == Reply::kMaxFrames) {
       *error = "reply has too many frames";
       return false;
@@ -244,28 +274,27 @@ bool decode_reply(std::span<const std::uint8_t> bytes, Reply& out, const char** 
     return true;
   };
   try {
-    protozero::pbf_reader env{reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+    protozero::pbf_reader env{reinterpret_cast<const char*>(bytes_in.data()), bytes_in.size()};
     while (env.next()) {
       if (env.wire_type() != pbf_wire_type::length_delimited || out.kind != ReplyKind::kNone) {
         env.skip();
         continue;
       }
+      bool ok = true;
       if (env.tag() == kRetransmit) {
         out.kind = ReplyKind::kRetransmit;
         protozero::pbf_reader m = env.get_message();
         RetransmitReplyHead& h = out.retransmit;
-        while (m.next()) {
+        while (ok && m.next()) {
           switch (m.tag()) {
-            case 1: h.request_id = m.get_uint64(); break;
-            case 2: h.status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
-            case 3: h.channel = m.get_uint32(); break;
-            case 4: h.session = m.get_uint32(); break;
-            case 5:
-              if (!add_frame(m.get_view())) return false;
-              break;
-            case 6: h.oldest_sequence = m.get_uint64(); break;
-            case 7: h.next_sequence = m.get_uint64(); break;
-            case 8: h.retry_after_ns = m.get_uint64(); break;
+            case 1: ok = scalar(m, h.request_id, error); break;
+            case 2: ok = status(m, h.status, error); break;
+            case 3: ok = narrow(m, h.channel, error); break;
+            case 4: ok = narrow(m, h.session, error); break;
+            case 5: ok = add_frame(m); break;
+            case 6: ok = scalar(m, h.oldest_sequence, error); break;
+            case 7: ok = scalar(m, h.next_sequence, error); break;
+            case 8: ok = scalar(m, h.retry_after_ns, error); break;
             default: m.skip();
           }
         }
@@ -273,39 +302,38 @@ bool decode_reply(std::span<const std::uint8_t> bytes, Reply& out, const char** 
         out.kind = ReplyKind::kSnapshot;
         protozero::pbf_reader m = env.get_message();
         SnapshotReplyHead& h = out.snapshot;
-        while (m.next()) {
+        while (ok && m.next()) {
           switch (m.tag()) {
-            case 1: h.request_id = m.get_uint64(); break;
-            case 2: h.status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
-            case 3: h.channel = m.get_uint32(); break;
-            case 4: h.session = m.get_uint32(); break;
-            case 5: h.last_sequence = m.get_uint64(); break;
-            case 6:
-              if (!add_frame(m.get_view())) return false;
-              break;
-            case 10: h.part = m.get_uint32(); break;
-            case 11: h.last = m.get_bool(); break;
-            case 12: h.retry_after_ns = m.get_uint64(); break;
+            case 1: ok = scalar(m, h.request_id, error); break;
+            case 2: ok = status(m, h.status, error); break;
+            case 3: ok = narrow(m, h.channel, error); break;
+            case 4: ok = narrow(m, h.session, error); break;
+            case 5: ok = scalar(m, h.last_sequence, error); break;
+            case 6: ok = add_frame(m); break;
+            case 10: ok = narrow(m, h.part, error); break;
+            case 11: ok = narrow(m, h.last, error); break;
+            case 12: ok = scalar(m, h.retry_after_ns, error); break;
             default: m.skip();
           }
         }
       } else if (env.tag() == kError) {
         out.kind = ReplyKind::kError;
         protozero::pbf_reader m = env.get_message();
-        while (m.next()) {
+        while (ok && m.next()) {
+          protozero::data_view v;
           switch (m.tag()) {
-            case 1: out.error_status = status_of(static_cast<std::uint32_t>(m.get_enum())); break;
-            case 2: {
-              const protozero::data_view v = m.get_view();
-              out.error_message = std::string_view(v.data(), v.size());
+            case 1: ok = status(m, out.error_status, error); break;
+            case 2:
+              ok = bytes(m, v, error);
+              if (ok) out.error_message = std::string_view(v.data(), v.size());
               break;
-            }
             default: m.skip();
           }
         }
       } else {
         env.skip();
       }
+      if (!ok) return false;
     }
   } catch (const protozero::exception&) {
     *error = "invalid protobuf";

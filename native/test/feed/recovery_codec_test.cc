@@ -37,6 +37,14 @@ TEST(RecoveryCodec, RequestsRoundTrip) {
   EXPECT_EQ(out.snapshot.channel, 3u);
   EXPECT_EQ(out.snapshot.request_id, 5u);
   EXPECT_EQ(recovery::encode_request(q, std::span(buf.data(), 4)), 0u);  // too small: 0, no overrun
+
+  // All-default requests (channel 0 is a channel) still carry their body.
+  const std::size_t z = recovery::encode_request(recovery::SnapshotRequest{}, buf);
+  ASSERT_TRUE(recovery::decode_request(std::span(buf.data(), z), out, &error)) << error;
+  EXPECT_EQ(out.kind, recovery::RequestKind::kSnapshot);
+  const std::size_t r = recovery::encode_request(recovery::SubscriberReport{}, buf);
+  ASSERT_TRUE(recovery::decode_request(std::span(buf.data(), r), out, &error)) << error;
+  EXPECT_EQ(out.kind, recovery::RequestKind::kReport);
 }
 
 TEST(RecoveryCodec, BadRequestsAreNamed) {
