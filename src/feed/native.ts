@@ -89,6 +89,8 @@ export interface RecoveryLimits {
   replyBytes?: number;
   sendSlots?: number;
   recvSlots?: number;
+  /** A session that reported and then stays silent this long is ended (QP to ERR; default 10000, 0 = never). */
+  silenceTimeoutMs?: number;
 }
 
 export interface NativeRecoverySession {
@@ -105,6 +107,8 @@ export interface NativeRecoverySession {
   bytesSent: number;
   snapshotsSent: number;
   errors: number;
+  /** Ended because its reports stopped (the subscriber went away without closing). */
+  silenced: boolean;
   throttled: number;
   rangeGone: number;
   /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */

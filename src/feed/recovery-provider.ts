@@ -37,7 +37,12 @@ export class RecoverySessionProvider implements SessionProvider {
     for (const c of req.channels) {
       if (!feed.channels.includes(c)) throw new SessionError(400, `channels: feed '${name}' has no channel ${c}`);
     }
-    if (this.#open.has(req.id)) throw new SessionError(409, `session ${req.id} is already connected`);
+    if (this.#open.has(req.id)) {
+      // Same token and name again: refused while connected; a session whose QP is gone is replaced.
+      const old = this.counters().find((s) => s.id === req.id)?.native;
+      if (old !== undefined && old.state === 'RTS') throw new SessionError(409, `session ${req.id} is already connected`);
+      this.close(req.id);
+    }
     let answer;
     try {
       answer = publisher.openRecoverySession({

@@ -294,3 +294,28 @@ test('a gap older than the ring is reported unrecoverable, then the channel resy
     await e.stop();
   }
 });
+
+test('a name is refused (409) while its session is connected; once the subscriber went away silently the session is ended and the name reconnects', async () => {
+  const e = await engine();
+  const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.95.1' }), { channels: [{ id: 1, groupA: '239.78.95.1' }], instruments: { 1: 1 } });
+  const provider = new RecoverySessionProvider(new Map([['default', { publisher: () => pub, channels: [1] }]]), { silenceTimeoutMs: 100 });
+  try {
+    const open = (local: { qpn: number; psn: number; gid: string; mtu: number }) =>
+      provider.open({ role: 'recovery', id: 7, name: 'desk', ...local, accounts: [], feed: 'default', channels: [1] });
+    // The same stable id the route gives (token, name), through a handshake that does not DELETE on close.
+    const handshake = async (r: { local: { qpn: number; psn: number; gid: string; mtu: number } }) => ({ id: 7, ...open(r.local), close: async () => undefined });
+    const sub = await subscribe({ engine: e, device: { address: '127.78.95.3' }, channels: [{ id: 1, groupA: '239.78.95.1' }], recovery: { name: 'desk', handshake, reportIntervalMs: 10 } });
+    await until(() => (provider.list()[0]?.['subscriber'] as { reports: number } | undefined)?.reports! > 2);
+    assert.throws(() => open({ qpn: 1, psn: 1, gid: '::ffff:127.78.95.4', mtu: 1024 }), (err: unknown) => err instanceof SessionError && err.status === 409);
+    await sub.close(); // its QP is gone; nobody told the gateway
+    await until(() => provider.list()[0]?.state === 'ERR', 3000);
+    assert.equal(provider.list()[0]?.['silenced'], true);
+    const again = await subscribe({ engine: e, device: { address: '127.78.95.4' }, channels: [{ id: 1, groupA: '239.78.95.1' }], recovery: { name: 'desk', handshake, reportIntervalMs: 10 } });
+    assert.equal(provider.list().length, 1);
+    assert.equal(provider.list()[0]?.state, 'RTS');
+    await again.close();
+  } finally {
+    pub.close();
+    await e.stop();
+  }
+});

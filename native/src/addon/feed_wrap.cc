@@ -78,6 +78,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   o.Set("bytesSent", num(env, c.bytes_sent.get()));
   o.Set("snapshotsSent", num(env, c.snapshots_sent.get()));
   o.Set("errors", num(env, c.errors.get()));
+  o.Set("silenced", Napi::Boolean::New(env, c.silenced.get() != 0));
   Napi::Object by = Napi::Object::New(env);
   for (std::size_t i = 1; i < feed::recovery::kStatusCount; ++i) {
     by.Set(std::string(feed::recovery::status_name(static_cast<feed::recovery::Status>(i))), num(env, c.by_status[i].get()));
@@ -113,6 +114,9 @@ feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& 
   opt("replyBytes", l.reply_bytes, 1u << 24);
   opt("sendSlots", l.send_slots, 1024);
   opt("recvSlots", l.recv_slots, 1024);
+  if (o.Has("silenceTimeoutMs") && !o.Get("silenceTimeoutMs").IsUndefined()) {
+    l.silence_timeout_ns = std::uint64_t{to_u32(env, o.Get("silenceTimeoutMs"), where + ".silenceTimeoutMs", 3'600'000)} * 1'000'000;
+  }
   if (std::string e = feed::validate(l); !e.empty()) throw Napi::RangeError::New(env, where + ": " + e);
   return l;
 }

@@ -115,6 +115,12 @@ int RecoveryService::do_work(std::uint64_t now_ns) {
     }
     work += static_cast<int>(n);
     if (s.ep->failed()) continue;
+    const std::uint64_t timeout = s.config.limits.silence_timeout_ns;
+    if (timeout != 0 && s.counters->reports.get() != 0 && now_ns > s.counters->last_report_ns.get() + timeout) {
+      s.counters->silenced.set(1);
+      s.ep->fail();  // the subscriber went away without closing: free its name
+      continue;
+    }
     if (s.streaming && stream_snapshot(s)) ++work;
     // One reply per request needs one send slot (a snapshot streams on).
     while (!s.streaming && !s.waiting.empty() && s.ep->free_send_slots() > 0) {

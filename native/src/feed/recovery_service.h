@@ -47,6 +47,9 @@ struct RecoveryLimits {
   std::uint32_t send_slots = 8;
   std::uint32_t recv_slots = 8;
   std::uint32_t request_bytes = 1024;
+  // A session that has reported (SubscriberReport) and then stays silent this
+  // long is taken as gone: its QP goes to ERR so the name can reconnect (0: never).
+  std::uint64_t silence_timeout_ns = 10'000'000'000;
 };
 
 std::string validate(const RecoveryLimits& limits);
@@ -69,6 +72,7 @@ struct RecoverySessionCounters {
   engine::SingleWriterCounter snapshots_sent;
   engine::SingleWriterCounter by_status[recovery::kStatusCount];  // replies by status
   engine::SingleWriterCounter errors;  // completion errors (the QP went to ERR)
+  engine::SingleWriterCounter silenced;  // 1 once the session was ended for silence
   // The subscriber's last SubscriberReport (not answered): its lag and losses, for the gateway's metrics.
   engine::SingleWriterCounter reports;
   engine::SingleWriterCounter last_report_ns;  // CLOCK_MONOTONIC

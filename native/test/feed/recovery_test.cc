@@ -283,6 +283,36 @@ TEST(FeedRecovery, SubscriberReportsItsLagAndLossesToTheGateway) {
   EXPECT_EQ(counters->replies.get(), 0u);                        // ...that are not answered
 }
 
+TEST(FeedRecovery, ASessionWhoseReportsStopIsEndedSoItsNameCanReconnect) {
+  Rig rig("127.77.99.1", "127.77.99.2");
+  ASSERT_TRUE(rig.ok());
+  const std::uint32_t group = ip4("239.77.99.1");
+  rig.make_publisher(group);
+  SubscriberConfig c;
+  c.id = 1;
+  SubscriberChannelConfig ch;
+  ch.id = kChannel;
+  ch.group_a = group;
+  c.channels.push_back(ch);
+  c.recovery.enabled = true;
+  c.recovery.report_interval_ns = 10'000'000;
+  auto sub = Subscriber::create(*rig.sub_dev, c);
+  ASSERT_TRUE(sub.ok());
+  rig.sub = std::move(sub).value();
+  auto sc = rig.session_config(rig.sub->recovery()->local());
+  sc.limits.silence_timeout_ns = 100'000'000;
+  auto gw = rig.service.open(*rig.gw_dev, sc, engine::monotonic_ns());
+  ASSERT_TRUE(gw.ok());
+  ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
+  const auto counters = rig.service.sessions()[0].counters;
+  rig.run_until([&] { return counters->reports.get() >= 3; }, 3000);
+  rig.settle(150);  // still reporting: not silenced
+  EXPECT_EQ(rig.service.sessions()[0].state, verbs::QpState::RTS);
+  rig.sub.reset();  // the subscriber process goes away without closing its session
+  rig.run_until([&] { return counters->silenced.get() == 1; }, 3000);
+  EXPECT_EQ(rig.service.sessions()[0].state, verbs::QpState::ERR);
+}
+
 // A raw recovery client (what a misbehaving subscriber could send).
 struct RawClient {
   std::unique_ptr<RcEndpoint> ep;
