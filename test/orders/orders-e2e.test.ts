@@ -5,7 +5,7 @@
 // CMP_SWAP on the kill switch.
 //
 // QPGATE_ORDERS_E2E_COUNT sets the number of orders (default 100,000),
-// QPGATE_ORDERS_FAULTS_COUNT the number with faults (default 20,000).
+// QPGATE_ORDERS_FAULTS_COUNT the number with faults (default 100,000).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OrderClient } from '../../src/orders/client.js';
@@ -18,8 +18,7 @@ import { checkAgainstModel, orderStream } from './model-check.js';
 import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS } from './e2e-support.js';
 
 const ORDERS = Number(process.env['QPGATE_ORDERS_E2E_COUNT'] ?? 100_000);
-// With faults every loss costs a retransmission timeout: fewer orders keep the run near a minute.
-const FAULTY_ORDERS = Number(process.env['QPGATE_ORDERS_FAULTS_COUNT'] ?? 20_000);
+const FAULTY_ORDERS = Number(process.env['QPGATE_ORDERS_FAULTS_COUNT'] ?? 100_000);
 
 /** Sends `count` orders from 8 sessions and checks everything against the model; returns the summary line. */
 async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string> {
