@@ -91,7 +91,9 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
   ASSERT_TRUE(until([&] { return a.all<Ack>().size() == 1 && b.all<Welcome>().size() == 1; }));
   b.send(sell(1, 100, 4));
   ASSERT_TRUE(until([&] { return a.all<Fill>().size() == 1 && b.all<Fill>().size() == 1; }));
-  EXPECT_EQ(a.all<Fill>()[0]->leaves_quantity, 6);
+  const Fill* fill = a.all<Fill>()[0];
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->leaves_quantity, 6);
 
   // One trade and the bid level (ADD, then MODIFY) went to the publisher's channel 3.
   std::uint64_t published = 0, unpublished = 0, channel_messages = 0, acks = 0;
