@@ -66,7 +66,11 @@ export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
         fsync: config.orders.journal.fsync,
         instruments: service.nativeConfig.instruments.length,
         accounts: service.nativeConfig.accounts.length,
-        stats: s ?? null,
+        received: s?.received ?? 0,
+        acks: s?.acks ?? 0,
+        rejects: s?.rejects ?? 0,
+        fills: s?.fills ?? 0,
+        openOrders: Number(s?.['openOrders'] ?? 0),
       };
     },
     drain: async (timeoutMs: number) => {

@@ -129,9 +129,8 @@ export async function orderCommand(
   // Client order ids must never repeat in a session (the gateway answers a repeat with its first answer):
   // by default they start at the current time in µs, so later runs start above earlier ones.
   let nextId = opts.firstId !== undefined ? u64(opts.firstId, '--first-id') : BigInt(Date.now()) * 1000n;
-  client.on('message', (m: SequencedMessage) => {
-    if (m.kind === 'fill' || (m.kind === 'cancelAck' && m.reason !== CancelReason.CANCEL_REASON_REQUESTED)) out(formatMessage(m));
-  });
+  // Everything the session is sent, in app_seq order: answers, fills, unsolicited cancels.
+  client.on('message', (m: SequencedMessage) => out(formatMessage(m)));
   client.on('reject', (m: Reject) => out(formatMessage(m)));
   let failures = 0;
   const lines = createInterface({ input: opts.file ? createReadStream(opts.file) : process.stdin, crlfDelay: Infinity });
@@ -156,7 +155,6 @@ export async function orderCommand(
     } else {
       answer = await client.replace({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId, price: p.price, quantity: p.quantity });
     }
-    out(formatMessage(answer));
     if (answer.kind === 'reject') failures++;
   }
   await new Promise((r) => setTimeout(r, opts.linger !== undefined ? int(opts.linger, '--linger') : 200));

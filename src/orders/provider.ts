@@ -48,11 +48,17 @@ export class OrderSessionProvider implements SessionProvider {
       gid: answer.gid,
       mtu: answer.mtu,
       regions: answer.regions.map((r) => ({ name: r.name, account: r.account, addr: r.addr, length: r.length, rkey: r.rkey, access: [...r.access] })),
+      layout: this.#service.riskLayout(),
     };
   }
 
   close(id: number): boolean {
     return this.#service.closeSession(id);
+  }
+
+  /** The risk pages' words: name, offset within the page, meaning. */
+  layout(): unknown {
+    return this.#service.riskLayout();
   }
 
   list(): SessionInfo[] {

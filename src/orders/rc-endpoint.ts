@@ -42,6 +42,14 @@ export interface SessionAnswer {
   gid: string;
   mtu: PathMtu;
   regions: SessionRegion[];
+  /** The risk pages' words as the gateway serves them (trading and risk sessions). */
+  layout: RiskLayout | undefined;
+}
+
+export interface RiskLayout {
+  pageBytes: number;
+  remoteOwned: Array<{ name: string; offset: number; description: string }>;
+  localOwned: Array<{ name: string; offset: number; description: string }>;
 }
 
 /** A refused handshake: the HTTP status and the gateway's message. */
@@ -229,6 +237,7 @@ export class RcEndpoint {
       gid: string;
       mtu: PathMtu;
       regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
+      layout?: RiskLayout;
     };
     return {
       id: j.id,
@@ -247,6 +256,7 @@ export class RcEndpoint {
         rkey: r.rkey,
         access: r.access,
       })),
+      layout: j.layout,
     };
   }
 

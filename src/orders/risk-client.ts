@@ -13,15 +13,19 @@
 import type { Wc, WrOpcode } from '../native/verbs.js';
 import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
 
-/** The words of the risk pages (native/src/orders/risk_region.h), by name → page and offset. */
+/**
+ * The words of the risk pages, by name → page, the layout's name and whether
+ * it is signed. Offsets come from the layout the gateway serves with the
+ * session (`layout` of the 201 answer, also GET /v1/sessions/risk-layout).
+ */
 export const RISK_WORDS = {
-  creditLimit: { page: 'risk.remote', offset: 0, signed: false },
-  killSwitch: { page: 'risk.remote', offset: 8, signed: false },
-  version: { page: 'risk.local', offset: 0, signed: false },
-  position: { page: 'risk.local', offset: 8, signed: true },
-  openNotional: { page: 'risk.local', offset: 16, signed: false },
-  openOrders: { page: 'risk.local', offset: 24, signed: false },
-  tradedNotional: { page: 'risk.local', offset: 32, signed: false },
+  creditLimit: { page: 'risk.remote', name: 'credit_limit', signed: false },
+  killSwitch: { page: 'risk.remote', name: 'kill_switch', signed: false },
+  version: { page: 'risk.local', name: 'version', signed: false },
+  position: { page: 'risk.local', name: 'position', signed: true },
+  openNotional: { page: 'risk.local', name: 'open_notional', signed: false },
+  openOrders: { page: 'risk.local', name: 'open_orders', signed: false },
+  tradedNotional: { page: 'risk.local', name: 'traded_notional', signed: false },
 } as const;
 export type RiskWord = keyof typeof RISK_WORDS;
 export type RiskWords = Record<Exclude<RiskWord, 'version'>, bigint>;
@@ -80,6 +84,16 @@ export class RiskClient {
     return this.#ep.answer.regions;
   }
 
+  /** Where `word` is in its page, from the layout the gateway served. */
+  offset(word: RiskWord): number {
+    const w = RISK_WORDS[word];
+    const layout = this.#ep.answer.layout;
+    const words = w.page === 'risk.remote' ? layout?.remoteOwned : layout?.localOwned;
+    const found = words?.find((x) => x.name === w.name);
+    if (found === undefined) throw new Error(`the gateway's risk layout has no ${w.page} word "${w.name}"`);
+    return found.offset;
+  }
+
   region(account: bigint, page: string): SessionRegion {
     const r = this.#ep.answer.regions.find((x) => x.account === account && x.name === page);
     if (r === undefined) throw new RangeError(`no ${page} region for account ${account} in this session (entitled: ${[...new Set(this.regions.map((x) => x.account))].join(', ')})`);
@@ -90,7 +104,7 @@ export class RiskClient {
   async read(account: bigint, word: RiskWord): Promise<bigint> {
     const w = RISK_WORDS[word];
     const r = this.region(account, w.page);
-    const v = await this.#op('RDMA_READ', r.addr + BigInt(w.offset), r.rkey);
+    const v = await this.#op('RDMA_READ', r.addr + BigInt(this.offset(word)), r.rkey);
     return w.signed ? BigInt.asIntN(64, v) : v;
   }
 
@@ -114,14 +128,14 @@ export class RiskClient {
   fetchAdd(account: bigint, word: 'creditLimit' | 'killSwitch', add: bigint): Promise<bigint> {
     const w = RISK_WORDS[word];
     const r = this.region(account, w.page);
-    return this.#op('ATOMIC_FETCH_AND_ADD', r.addr + BigInt(w.offset), r.rkey, BigInt.asUintN(64, add));
+    return this.#op('ATOMIC_FETCH_AND_ADD', r.addr + BigInt(this.offset(word)), r.rkey, BigInt.asUintN(64, add));
   }
 
   /** ATOMIC CMP_SWAP on a remote-owned word; resolves with the value before (it swapped iff that equals `compare`). */
   compareSwap(account: bigint, word: 'creditLimit' | 'killSwitch', compare: bigint, swap: bigint): Promise<bigint> {
     const w = RISK_WORDS[word];
     const r = this.region(account, w.page);
-    return this.#op('ATOMIC_CMP_AND_SWP', r.addr + BigInt(w.offset), r.rkey, compare, swap);
+    return this.#op('ATOMIC_CMP_AND_SWP', r.addr + BigInt(this.offset(word)), r.rkey, compare, swap);
   }
 
   /** Any 8-byte RDMA operation at an address and rkey of our choosing (to show what the gateway refuses). */

@@ -95,6 +95,20 @@ test('a risk session gets, per account, the remote-owned page (atomics) and the 
       ['risk.local', '1', ['REMOTE_READ']],
     ],
   );
+  // The words' layout comes with the answer, and on its own for any read token.
+  const words = (l: { remoteOwned: Array<{ name: string; offset: number }>; localOwned: Array<{ name: string; offset: number }> }) => [
+    l.remoteOwned.map((w) => `${w.name}@${w.offset}`),
+    l.localOwned.map((w) => `${w.name}@${w.offset}`),
+  ];
+  const expected = [
+    ['credit_limit@0', 'kill_switch@8'],
+    ['version@0', 'position@8', 'open_notional@16', 'open_orders@24', 'traded_notional@32'],
+  ];
+  assert.deepEqual(words(r.json.layout), expected);
+  const layout = await call(gw.url, 'GET', '/v1/sessions/risk-layout', TOKENS.viewer);
+  assert.equal(layout.status, 200);
+  assert.equal(layout.json.pageBytes, 4096);
+  assert.deepEqual(words(layout.json), expected);
 });
 
 test('POST /v1/sessions: bad bodies are 400 naming the field, what was expected and what was given', async () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { QPGATE_BIN } from '../support/paths.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { parseOrderLine } from '../../src/orders/cli.js';
+import { OrderClient } from '../../src/orders/client.js';
 import { Side, TimeInForce } from '../../src/orders/messages.js';
 import { ordersYaml, startOrdersGateway, TOKENS } from './support.js';
 
@@ -52,6 +53,7 @@ test('order lines: buy/sell/cancel/replace with options; mistakes are named', ()
 
 test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_SWAP, qpgate sessions lists and closes', { timeout: 120_000 }, async () => {
   const gw = await startOrdersGateway(ordersYaml({ selfMatch: 'cancel-newest' }));
+  let live: OrderClient | undefined;
   try {
     const dir = mkdtempSync(join(tmpdir(), 'qpgate-cli-'));
     const file = join(dir, 'orders.txt');
@@ -82,17 +84,22 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.match(limit.stdout, /^account 1: credit limit 1000000000000000 -> 5000 \(CMP_SWAP\)$/m);
     assert.match(limit.stdout, /^account 1: kill switch 1 -> 0 \(CMP_SWAP\)$/m);
 
+    // `qpgate order` closed its sessions when done; a session that stays open is listed.
+    assert.equal((await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer])).stdout, 'no sessions\n');
+    live = await OrderClient.connect({ url: gw.url, token: TOKENS.desk2, name: 'live', accounts: [1n], device: { address: freeLoopbackAddress() } });
+    await live.newOrder({ clientOrderId: 1n, instrumentId: 1, side: Side.SIDE_BUY, price: 100, quantity: 1, account: 1n });
     const s = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer]);
     assert.equal(s.status, 0, s.stderr);
     assert.match(s.stdout, /^ID\s+ROLE\s+NAME\s+STATE\s+QPN\s+TOKEN\s+ACCOUNTS\s+APP-SEQ$/m);
-    assert.match(s.stdout, /^1\s+trading\s+cli-1\s+\S+\s+\d+\s+desk\s+1,2\s+\d+$/m);
-    const refused = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer, '--close', '1']);
+    assert.match(s.stdout, new RegExp(`^\\s*${live.id}\\s+trading\\s+live\\s+RTS\\s+\\d+\\s+desk2\\s+1\\s+1$`, 'm'));
+    const refused = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer, '--close', String(live.id)]);
     assert.equal(refused.status, 1);
-    assert.equal(refused.stderr, 'qpgate sessions: DELETE /v1/sessions/1: HTTP 403: token "viewer" did not open session 1 and is not an admin token\n');
-    const closed = await run(['sessions', '--url', gw.url, '--token', TOKENS.ops, '--close', '1']);
+    assert.equal(refused.stderr, `qpgate sessions: DELETE /v1/sessions/${live.id}: HTTP 403: token "viewer" did not open session ${live.id} and is not an admin token\n`);
+    const closed = await run(['sessions', '--url', gw.url, '--token', TOKENS.ops, '--close', String(live.id)]);
     assert.equal(closed.status, 0, closed.stderr);
-    assert.match(closed.stdout, /^session 1 closed \(QP \S+\)$/m);
+    assert.match(closed.stdout, new RegExp(`^session ${live.id} closed \\(QP \\S+\\)$`, 'm'));
   } finally {
+    await live?.close().catch(() => undefined);
     await gw.close();
   }
 });

@@ -20,7 +20,7 @@ test('SIGKILL mid-stream and restart: acked orders survive, clients resync with 
   const { file } = writeConfig(`feeds:\n  enabled: false\n${TOKENS_YAML}${ordersYaml({ selfMatch: 'cancel-oldest' })}`);
   const side = await clientSide();
   const clients: OrderClient[] = [];
-  let gw: GatewayProcess | undefined = await startGatewayProcess(['--config', file, '--log-level', 'warn']);
+  let gw: GatewayProcess | undefined = await startGatewayProcess(['--config', file]);
   const stateDir = gw.stateDir;
   try {
     for (let s = 0; s < SESSIONS; s++) {
@@ -47,7 +47,7 @@ test('SIGKILL mid-stream and restart: acked orders survive, clients resync with 
     assert.ok(answered < total, 'the kill came mid-stream');
     for (const c of clients) c.disconnect();
 
-    gw = await startGatewayProcess(['--config', file, '--log-level', 'warn', '--set', `state.dir=${stateDir}`]);
+    gw = await startGatewayProcess(['--config', file, '--set', `state.dir=${stateDir}`]);
     for (const c of clients) await c.reconnect({ url: gw.url });
     await all;
     await quiesce(gw.url, clients);

@@ -104,7 +104,11 @@ orders::JournalConfig journal_of(Napi::Env env, Napi::Value v, const std::string
     type_error(env, where + ".path", "a non-empty string", o.Get("path"));
   }
   j.path = o.Get("path").As<Napi::String>().Utf8Value();
-  const std::string sync = has(o, "sync") ? one_of(env, o.Get("sync"), where + ".sync", {"every", "group", "none"}) : "group";
+  // Default 'none': records are written (write(2)) before any answer goes out, so a process crash
+  // (SIGKILL) loses nothing acknowledged, without an fdatasync on the ack path (≈ 3.5 ms per
+  // group on this project's VMs, against ≈ 3 µs receive → post); 'group'/'every' add fdatasync
+  // for machine crashes.
+  const std::string sync = has(o, "sync") ? one_of(env, o.Get("sync"), where + ".sync", {"every", "group", "none"}) : "none";
   j.sync = sync == "every" ? orders::SyncPolicy::kEveryRecord
            : sync == "none" ? orders::SyncPolicy::kNoSync
                             : orders::SyncPolicy::kGroupCommit;

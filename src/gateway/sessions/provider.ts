@@ -40,6 +40,8 @@ export interface SessionOpenAnswer {
   gid: string;
   mtu: number;
   regions: RegionGrant[];
+  /** What the words of the regions mean (order entry: the risk page layout), served with the answer. */
+  layout?: unknown;
 }
 
 export interface SessionInfo {

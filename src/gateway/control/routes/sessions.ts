@@ -231,8 +231,18 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           gid: answer.gid,
           mtu: answer.mtu,
           regions: answer.regions,
+          ...(answer.layout !== undefined ? { layout: answer.layout } : {}),
         }),
       );
+    });
+
+    // The risk pages' layout (word names, offsets within each page, meanings) without opening a session.
+    app.get('/risk-layout', async (_request, reply) => {
+      const provider = state.sessionProviders.find((p) => typeof (p as { layout?: unknown }).layout === 'function') as
+        | (SessionProvider & { layout(): unknown })
+        | undefined;
+      if (provider === undefined) return reply.code(503).send({ error: 'unavailable', message: 'order entry is not enabled on this gateway' });
+      return provider.layout();
     });
 
     app.get('/', async () => {
