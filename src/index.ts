@@ -10,3 +10,12 @@ export { SyntheticSource, type SyntheticOptions, type SyntheticStats } from './f
 export { openFeedDevice, type FeedDevice } from './feed/native.js';
 export { summarize as summarizeLatency, type LatencySummary } from './feed/latency.js';
 export { Engine, type EngineOptions } from './native/engine.js';
+// Order entry: the trading and risk client libraries (RC sessions through the
+// verbs API), the message codec, and the gateway-side service.
+export { OrderClient, type OrderClientOptions, type OrderClientStats, type NewOrderAnswer, type CancelAnswer, type ReplaceAnswer } from './orders/client.js';
+export { RiskClient, RdmaError, RISK_WORDS, type RiskClientOptions, type RiskWord, type RiskWords } from './orders/risk-client.js';
+export { HandshakeError, type EndpointOptions, type SessionAnswer, type SessionRegion } from './orders/rc-endpoint.js';
+export * from './orders/messages.js';
+export { OrderService, type OrderServiceOptions } from './orders/service.js';
+export { OrdersConfig } from './orders/config.js';
+export * from './orders/handler.js';

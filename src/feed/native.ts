@@ -32,7 +32,21 @@ export interface NativeSubscriberChannelStats {
   duplicates: number;
   gaps: number;
   unrecoverable: number;
+  /** Messages delivered from retransmissions. */
   recovered: number;
+  /** Snapshots applied (late join, new session, range gone) and their messages. */
+  snapshots: number;
+  snapshotMessages: number;
+  recoveryRequests: number;
+  /** THROTTLED answers (asked again after retry_after_ns). */
+  throttled: number;
+  /** RANGE_GONE answers: the lost range is unrecoverable, then a snapshot. */
+  rangeGone: number;
+  /** Gave up: timeout, error status, connection lost, buffer overflow. */
+  recoveryFailures: number;
+  bufferOverflows: number;
+  /** Live frames held behind a recovery in progress. */
+  held: number;
   sessionChanges: number;
   session: number;
   expected: number;
@@ -51,7 +65,56 @@ export interface NativeSubscriberStats {
   unknownGroup: number;
   snapshotFrames: number;
   ringFullDrops: number;
+  /** Present with a recovery connection. */
+  recovery?: { requests: number; replies: number; malformedReplies: number; staleReplies: number; sendFailures: number; errors: number };
   channels: NativeSubscriberChannelStats[];
+}
+
+/** One side of an RC connection, as the control-plane handshake carries it (sessions.md). */
+export interface RcEndpointInfo {
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+}
+
+/** Per-session limits of the gateway's recovery service. */
+export interface RecoveryLimits {
+  /** Messages served per RetransmitRequest (default 4096). */
+  maxMessages?: number;
+  /** Token bucket in messages (defaults 1,000,000/s, burst 65,536). */
+  messagesPerSecond?: number;
+  burstMessages?: number;
+  /** Largest reply (one RC SEND; default 65536). */
+  replyBytes?: number;
+  sendSlots?: number;
+  recvSlots?: number;
+  /** A session that reported and then stays silent this long is ended (QP to ERR; default 10000, 0 = never). */
+  silenceTimeoutMs?: number;
+}
+
+export interface NativeRecoverySession {
+  session: number;
+  publisher: number;
+  qpn: number;
+  state: string;
+  channels: number[];
+  requests: number;
+  retransmitRequests: number;
+  snapshotRequests: number;
+  replies: number;
+  framesSent: number;
+  bytesSent: number;
+  snapshotsSent: number;
+  errors: number;
+  /** Ended because its reports stopped (the subscriber went away without closing). */
+  silenced: boolean;
+  throttled: number;
+  rangeGone: number;
+  /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */
+  byStatus: Record<string, number>;
+  /** The subscriber's last SubscriberReport: its lag (queued), drops and losses. */
+  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number };
 }
 
 export interface NativeFeedPublisher {
@@ -62,6 +125,9 @@ export interface NativeFeedPublisher {
   setLineMask(mask: number): void;
   /** The publisher's UD QP (query() attributes, qpNum, soft transport counters); throws once closed. */
   qp(): PublisherQpReport;
+  openRecoverySession(options: { session: number; channels: number[]; remote: RcEndpointInfo; limits?: RecoveryLimits }): RcEndpointInfo & { regions: never[] };
+  closeRecoverySession(session: number): boolean;
+  recoverySessions(): NativeRecoverySession[];
   close(): void;
 }
 
@@ -71,6 +137,11 @@ export interface NativeFeedSubscriber {
   readonly id: number;
   stats(): NativeSubscriberStats;
   latencyCounts(channelIndex?: number): Float64Array;
+  /** Our side of the recovery connection (null without config.recovery). */
+  recoveryLocal(): RcEndpointInfo | null;
+  connectRecovery(gateway: RcEndpointInfo): void;
+  /** The application's queue, reported to the gateway over the recovery connection. */
+  reportConsumer(load: { queued: number; dropped: number; conflated: number }): void;
   close(): void;
 }
 

@@ -16,7 +16,17 @@ import { RecordType, type Engine } from '../native/engine.js';
 import { MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
 import { summarize, type LatencySummary } from './latency.js';
 import { encodeMessage, type MarketDataMessage } from './messages.js';
-import { nativeDeviceOf, nativeFeed, type FeedDevice, type NativeFeedPublisher, type NativePublisherStats, type PublisherQpReport } from './native.js';
+import {
+  nativeDeviceOf,
+  nativeFeed,
+  type FeedDevice,
+  type NativeFeedPublisher,
+  type NativePublisherStats,
+  type NativeRecoverySession,
+  type PublisherQpReport,
+  type RcEndpointInfo,
+  type RecoveryLimits,
+} from './native.js';
 import { PUBLISH_HEADER_BYTES, writePublish } from './records.js';
 
 export interface PublisherChannelConfig {
@@ -202,6 +212,26 @@ export class FeedPublisher {
   /** Raw latency histogram counters (HdrHistogram layout, ns). */
   latencyCounts(): Float64Array {
     return this.#native.latencyCounts();
+  }
+
+  /**
+   * Opens a recovery session (an RC QP of its own, in RTS towards `remote`)
+   * answering retransmission and snapshot requests for `channels`; returns
+   * the gateway's side for the handshake answer. Throws for a session id
+   * already open (EEXIST) or bad limits.
+   */
+  openRecoverySession(options: { session: number; channels: readonly number[]; remote: RcEndpointInfo; limits?: RecoveryLimits }): RcEndpointInfo {
+    const a = this.#native.openRecoverySession({ ...options, channels: [...options.channels] });
+    return { qpn: a.qpn, psn: a.psn, gid: a.gid, mtu: a.mtu };
+  }
+
+  /** Closes a recovery session (its QP to ERR). False if it is not open on this publisher. */
+  closeRecoverySession(session: number): boolean {
+    return this.#native.closeRecoverySession(session);
+  }
+
+  recoverySessions(): NativeRecoverySession[] {
+    return this.#native.recoverySessions();
   }
 
   /** Sends END_OF_SESSION on every channel and releases the publisher. Queued messages are dropped. */

@@ -46,11 +46,17 @@ export function writePublish(
   }
 }
 
+export type FeedLine = 'A' | 'B' | 'RC';
+const LINES: readonly FeedLine[] = ['A', 'B', 'RC'];
+function lineOf(code: number): FeedLine {
+  return LINES[code] ?? 'RC';
+}
+
 export interface FrameRecord {
   subscriber: number;
   channel: number;
-  /** 'A' or 'B': the line whose copy won. */
-  line: 'A' | 'B';
+  /** 'A' or 'B': the line whose copy won; 'RC': it came over the recovery connection (retransmission or snapshot). */
+  line: FeedLine;
   flags: number;
   firstSeq: bigint;
   messageCount: number;
@@ -68,7 +74,7 @@ export function readFrameRecord(p: Uint8Array): FrameRecord {
   return {
     subscriber: dv.getUint32(0, true),
     channel: dv.getUint16(4, true),
-    line: dv.getUint8(6) === 0 ? 'A' : 'B',
+    line: lineOf(dv.getUint8(6)),
     flags: dv.getUint8(7),
     firstSeq: dv.getBigUint64(8, true),
     messageCount: dv.getUint16(16, true),

@@ -11,9 +11,15 @@
 //   sub.on('gap', (g) => console.warn('lost', g));
 //   for await (const m of sub) console.log(m.seq, m.decode());
 //
-// Gaps: a range lost on every line is reported ('gap' event, stats.gaps and
-// stats.unrecoverable). Recovery over RC is not built yet, so every gap is
-// unrecoverable for now and stats.recovered stays 0.
+// Recovery (options.recovery): the native subscriber makes an RC QP, this
+// client registers it with the gateway (POST /v1/sessions, role 'recovery',
+// with the token) and connects it with the answer. A range lost on every line
+// is then asked for natively and delivered in order (stats.recovered); a
+// late join, a new session or a range older than the gateway's ring is
+// resynced from a snapshot (messages with snapshot: true, between
+// SnapshotBegin and SnapshotEnd). What cannot be recovered is reported
+// ('gap' event, stats.unrecoverable). Without options.recovery every gap is
+// unrecoverable.
 import { Engine, RecordType, type EngineOptions } from '../native/engine.js';
 import type { OpenDeviceOptions } from '../native/verbs.js';
 import { parseFrame, type MessageView } from './frame.js';
@@ -27,7 +33,9 @@ import {
   type NativeFeedSubscriber,
   type NativeSubscriberChannelStats,
 } from './native.js';
-import { readFrameRecord, readGapRecord, readSessionRecord } from './records.js';
+import { SlowConsumerError, SlowConsumerQueue, type QueueStats, type SlowConsumerOptions } from './slow-consumer.js';
+import { readFrameRecord, readGapRecord, readSessionRecord, type FeedLine } from './records.js';
+import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
 export interface SubscriberChannelConfig {
   readonly id: number;
@@ -50,11 +58,45 @@ export interface SubscribeOptions {
   readonly maxFrameSize?: number;
   /** Receive buffers posted (default 512). */
   readonly recvSlots?: number;
-  /** Messages the async iterator buffers before it drops the oldest (counted; default 1,000,000). */
+  /** Messages the async iterator buffers before it drops the oldest (counted; default 1,000,000). Shorthand for slowConsumer.maxQueued. */
   readonly iteratorBuffer?: number;
+  /**
+   * What happens when the async iterator is read slower than messages arrive
+   * (slow-consumer.ts): 'drop-oldest' (default), 'conflate' (latest per
+   * instrument and key) or 'disconnect', at maxQueued messages. Callbacks
+   * (onMessage) run synchronously in the record handler: a slow callback
+   * holds the engine's fromEngine ring (records beyond it are dropped and
+   * counted in ringFullDrops).
+   */
+  readonly slowConsumer?: SlowConsumerOptions;
   readonly onMessage?: (m: FeedMessage) => void;
   readonly onGap?: (g: FeedGap) => void;
   readonly onSession?: (s: FeedSessionChange) => void;
+  /** Recover gaps and late joins over RC from the gateway's recovery service. */
+  readonly recovery?: SubscriberRecoveryOptions;
+}
+
+export interface SubscriberRecoveryOptions {
+  /** Session name (stable across reconnects). */
+  readonly name: string;
+  /** The gateway's feed name (default 'default'). */
+  readonly feed?: string;
+  /** The gateway's control plane URL and a token entitled to role 'recovery' (used unless `handshake` is given). */
+  readonly url?: string;
+  readonly token?: string;
+  /** How the QP is registered with the gateway (default: httpRecoveryHandshake({url, token})). */
+  readonly handshake?: RecoveryHandshake;
+  /** Largest reply accepted (default 65536; at least the gateway's replyBytes). */
+  readonly replyBytes?: number;
+  readonly recvSlots?: number;
+  /** Messages asked per request (default 4096). */
+  readonly maxRequestMessages?: number;
+  /** No answer by then: the range is unrecoverable (default 2000 ms). */
+  readonly requestTimeoutMs?: number;
+  /** Live frames held per channel while a range is recovered (default 65536). */
+  readonly bufferFrames?: number;
+  /** How often the subscriber reports its lag and drops to the gateway (default 250 ms). */
+  readonly reportIntervalMs?: number;
 }
 
 export interface FeedMessage {
@@ -70,7 +112,12 @@ export interface FeedMessage {
   /** When the publisher packed the frame (CLOCK_REALTIME ns) and when the engine received it. */
   readonly sendTimeNs: bigint;
   readonly receiveTimeNs: bigint;
-  readonly line: 'A' | 'B';
+  /** The line whose copy won, or 'RC' for a retransmitted or snapshot message. */
+  readonly line: FeedLine;
+  /** Part of a snapshot (state as of seq, not a live message; between SnapshotBegin and SnapshotEnd). */
+  readonly snapshot: boolean;
+  /** Delivered from a retransmission (it was lost on every line). */
+  readonly recovered: boolean;
   /** Decodes the body (protobuf) on demand; undefined for an unknown type; throws BodyDecodeError for garbage. */
   decode(): MarketDataMessage | undefined;
 }
@@ -79,7 +126,7 @@ export interface FeedGap {
   readonly channel: number;
   readonly fromSeq: bigint;
   readonly count: bigint;
-  /** Always false until recovery over RC lands. */
+  /** Always false: only ranges that could not be recovered are reported. */
   readonly recoverable: boolean;
 }
 
@@ -92,7 +139,13 @@ export interface FeedSessionChange {
   readonly nextSeq: bigint;
 }
 
-export interface SubscriberChannelStats {
+/** Recovery counters, as the native subscriber keeps them (native.ts documents each). */
+type RecoveryChannelStats = Pick<
+  NativeSubscriberChannelStats,
+  'snapshots' | 'snapshotMessages' | 'recoveryRequests' | 'throttled' | 'rangeGone' | 'recoveryFailures' | 'held'
+>;
+
+export interface SubscriberChannelStats extends RecoveryChannelStats {
   id: number;
   /** Messages delivered. */
   received: number;
@@ -100,8 +153,9 @@ export interface SubscriberChannelStats {
   /** Frame copies dropped because the other line (or a repeat) was first. */
   duplicates: number;
   gaps: number;
+  /** Messages delivered from retransmissions. */
   recovered: number;
-  /** Messages in gaps that will not be recovered. */
+  /** Messages lost for good (not recovered, or superseded by a snapshot). */
   unrecoverable: number;
   sessionChanges: number;
   session: number;
@@ -121,16 +175,24 @@ export interface SubscriberStats {
   ringFullDrops: number;
   /** Messages the async iterator dropped (its buffer was full). */
   iteratorDrops: number;
+  /** The iterator's queue: policy, lag (queued), high water, dropped, conflated. */
+  consumer: QueueStats;
   decodeErrors: number;
 }
 
 type Listener<T> = (v: T) => void;
 
+// Frame flags (docs/protocol.md 2.3).
+const FLAG_RETRANSMISSION = 0x01;
+const FLAG_SNAPSHOT = 0x02;
+
 class FeedMessageImpl implements FeedMessage {
   constructor(
     readonly channel: number,
     readonly session: number,
-    readonly line: 'A' | 'B',
+    readonly line: FeedLine,
+    readonly snapshot: boolean,
+    readonly recovered: boolean,
     readonly sendTimeNs: bigint,
     readonly receiveTimeNs: bigint,
     readonly seq: bigint,
@@ -151,20 +213,19 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   readonly #native: NativeFeedSubscriber;
   readonly #unsubscribe: Array<() => void> = [];
   readonly #listeners = { message: new Set<Listener<FeedMessage>>(), gap: new Set<Listener<FeedGap>>(), session: new Set<Listener<FeedSessionChange>>() };
-  readonly #buffer: FeedMessage[] = [];
-  #bufferHead = 0;
-  readonly #bufferLimit: number;
+  readonly #queue: SlowConsumerQueue<FeedMessage>;
   #iterating = false;
   #wake: (() => void) | undefined;
-  #iteratorDrops = 0;
   #closed = false;
+  #recoverySession: RecoveryHandshakeAnswer | undefined;
+  #reportTimer: NodeJS.Timeout | undefined;
 
   /** @internal */
   constructor(engine: Engine, ownEngine: boolean, native: NativeFeedSubscriber, options: SubscribeOptions) {
     this.#engine = engine;
     this.#ownEngine = ownEngine;
     this.#native = native;
-    this.#bufferLimit = options.iteratorBuffer ?? 1_000_000;
+    this.#queue = new SlowConsumerQueue({ maxQueued: options.iteratorBuffer, ...options.slowConsumer });
     if (options.onMessage) this.#listeners.message.add(options.onMessage);
     if (options.onGap) this.#listeners.gap.add(options.onGap);
     if (options.onSession) this.#listeners.session.add(options.onSession);
@@ -212,8 +273,15 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         frames: c.frames,
         duplicates: c.duplicates,
         gaps: c.gaps,
-        recovered: 0,
+        recovered: c.recovered,
         unrecoverable: c.unrecoverable,
+        snapshots: c.snapshots,
+        snapshotMessages: c.snapshotMessages,
+        recoveryRequests: c.recoveryRequests,
+        throttled: c.throttled,
+        rangeGone: c.rangeGone,
+        recoveryFailures: c.recoveryFailures,
+        held: c.held,
         sessionChanges: c.sessionChanges,
         session: c.session,
         heartbeats: c.heartbeats,
@@ -224,9 +292,27 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         latency: summarize(this.#native.latencyCounts(i)),
       })),
       ringFullDrops: s.ringFullDrops,
-      iteratorDrops: this.#iteratorDrops,
+      iteratorDrops: this.#queue.stats().dropped,
+      consumer: this.#queue.stats(),
       decodeErrors: 0,
     };
+  }
+
+  /** The gateway's recovery session id (undefined without recovery). */
+  get recoverySessionId(): number | undefined {
+    return this.#recoverySession?.id;
+  }
+
+  /** @internal Connects the native recovery QP to the gateway's side. */
+  connectRecovery(answer: RecoveryHandshakeAnswer, reportIntervalMs = 250): void {
+    this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu });
+    this.#recoverySession = answer;
+    // The engine sends what the application's queue says in its SubscriberReports.
+    this.#reportTimer = setInterval(() => {
+      const q = this.#queue.stats();
+      this.#native.reportConsumer({ queued: q.queued, dropped: q.dropped, conflated: q.conflated });
+    }, Math.max(10, Math.min(reportIntervalMs, 1000)));
+    this.#reportTimer.unref();
   }
 
   /** Raw e2e latency histogram counters of one channel (by index in the config). */
@@ -238,8 +324,10 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     if (this.#closed) return;
     this.#closed = true;
     for (const u of this.#unsubscribe) u();
+    clearInterval(this.#reportTimer);
     this.#native.close();
     this.#wake?.();
+    await this.#recoverySession?.close();
     if (this.#ownEngine) await this.#engine.stop();
   }
 
@@ -248,14 +336,9 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     return {
       next: async (): Promise<IteratorResult<FeedMessage>> => {
         for (;;) {
-          if (this.#bufferHead < this.#buffer.length) {
-            const v = this.#buffer[this.#bufferHead++]!;
-            if (this.#bufferHead > 4096 && this.#bufferHead * 2 > this.#buffer.length) {
-              this.#buffer.splice(0, this.#bufferHead);
-              this.#bufferHead = 0;
-            }
-            return { value: v, done: false };
-          }
+          const v = this.#queue.shift();
+          if (v !== undefined) return { value: v, done: false };
+          if (this.#queue.tripped) throw new SlowConsumerError(this.#queue.stats().maxQueued);
           if (this.#closed) return { value: undefined, done: true };
           await new Promise<void>((resolve) => (this.#wake = resolve));
           this.#wake = undefined;
@@ -275,16 +358,19 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     // One copy per frame: message bodies are views into it and stay valid.
     const frame = parseFrame(r.frame.slice());
     const messages: MessageView[] = frame.messages;
+    const snapshot = (r.flags & FLAG_SNAPSHOT) !== 0;
+    const recovered = (r.flags & FLAG_RETRANSMISSION) !== 0;
+    // A snapshot frame's first_seq is last_sequence + 1: its messages are state as of last_sequence.
+    const asOf = r.firstSeq - 1n;
     for (let i = r.skip; i < messages.length; i++) {
       const m = messages[i]!;
-      const msg = new FeedMessageImpl(r.channel, r.session, r.line, r.sendTimeNs, r.receiveTimeNs, m.seq, m.type, m.instrumentId, m.key, m.action, m.body);
+      const seq = snapshot ? asOf : m.seq;
+      const msg = new FeedMessageImpl(r.channel, r.session, r.line, snapshot, recovered, r.sendTimeNs, r.receiveTimeNs, seq, m.type, m.instrumentId, m.key, m.action, m.body);
       if (hasListeners) for (const l of this.#listeners.message) l(msg);
-      if (this.#iterating) {
-        if (this.#buffer.length - this.#bufferHead >= this.#bufferLimit) {
-          this.#bufferHead++;
-          this.#iteratorDrops++;
-        }
-        this.#buffer.push(msg);
+      if (this.#iterating && !this.#queue.push(msg)) {
+        // Policy 'disconnect': the subscription ends here; the iterator throws once drained.
+        void this.close();
+        break;
       }
     }
     this.#wake?.();
@@ -294,6 +380,27 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   #emit(event: 'session', v: FeedSessionChange): void;
   #emit(event: 'gap' | 'session', v: FeedGap | FeedSessionChange): void {
     for (const l of this.#listeners[event] as Set<Listener<FeedGap | FeedSessionChange>>) l(v);
+  }
+}
+
+async function connectRecovery(
+  sub: FeedSubscriber,
+  local: ReturnType<NativeFeedSubscriber['recoveryLocal']>,
+  r: SubscriberRecoveryOptions,
+  channels: readonly SubscriberChannelConfig[],
+): Promise<void> {
+  if (local === null) throw new Error('qpgate feed: the native subscriber made no recovery connection');
+  let handshake = r.handshake;
+  if (handshake === undefined) {
+    if (r.url === undefined || r.token === undefined) throw new TypeError('subscribe: recovery needs url and token (or a handshake function)');
+    handshake = httpRecoveryHandshake({ url: r.url, token: r.token });
+  }
+  const answer = await handshake({ name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), local });
+  try {
+    sub.connectRecovery(answer, r.reportIntervalMs);
+  } catch (e) {
+    await answer.close();
+    throw e;
   }
 }
 
@@ -316,12 +423,34 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
   if (!engine.running) await engine.start();
   try {
     const device = isDeviceOptions(options.device) ? openFeedDevice(engine, options.device) : options.device;
+    const r = options.recovery;
     const native = nativeFeed().createSubscriber(engine.native, nativeDeviceOf(device), {
       channels: options.channels.map((c) => ({ ...c })),
       maxFrameSize: options.maxFrameSize,
       recvSlots: options.recvSlots,
+      recovery:
+        r === undefined
+          ? undefined
+          : {
+              replyBytes: r.replyBytes,
+              recvSlots: r.recvSlots,
+              maxRequestMessages: r.maxRequestMessages,
+              requestTimeoutMs: r.requestTimeoutMs,
+              bufferFrames: r.bufferFrames,
+              reportIntervalMs: r.reportIntervalMs,
+            },
     });
-    return new FeedSubscriber(engine, own, native, options);
+    const sub = new FeedSubscriber(engine, own, native, options);
+    if (r !== undefined) {
+      try {
+        await connectRecovery(sub, native.recoveryLocal(), r, options.channels);
+      } catch (e) {
+        own = false; // close() stops the engine it owns
+        await sub.close();
+        throw e;
+      }
+    }
+    return sub;
   } catch (e) {
     if (own) await engine.stop();
     throw e;

@@ -7,6 +7,7 @@ import { startGateway } from './service.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
+import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -47,13 +48,16 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = await serve(opts);
     });
 
-  const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
+  // A command that talks to a running gateway's control plane.
+  const gatewayCommand = (name: string, description: string) =>
     program
       .command(name)
       .description(description)
       .option('--url <url>', 'the control plane', DEFAULT_URL)
       .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-      .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)')
+      .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+  const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
+    gatewayCommand(name, description)
       .option('--json', 'print the JSON the control plane returned')
       .action(async (opts: ClientOptions & { json?: boolean }) => {
         try {
@@ -69,6 +73,44 @@ export async function main(argv: string[]): Promise<number> {
   addPingpongCommand(program, (code) => {
     exitCode = code;
   });
+  client('sessions', 'the RC sessions of a running gateway (trading, risk, recovery); --close <id> closes one', sessionsCommand).option(
+    '--close <id>',
+    'close this session (its QP to ERR; cancel-on-disconnect for trading)',
+  );
+
+  // Sessions of our own: an RC QP on a soft device of ours (--address), the handshake through the control plane.
+  const session = (name: string, description: string) =>
+    gatewayCommand(name, description)
+      .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
+      .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
+  const run = (name: string, fn: () => Promise<number>) => async () => {
+    try {
+      exitCode = await fn();
+    } catch (err) {
+      if (!(err instanceof ClientError)) throw err;
+      process.stderr.write(`qpgate ${name}: ${err.message}\n`);
+      exitCode = 1;
+    }
+  };
+  const print = (line: string) => void process.stdout.write(`${line}\n`);
+  session('order', 'send orders, one per line from stdin or --file: buy|sell <instrument> <price> <qty> [ioc], cancel <id> <instrument>, replace <id> <instrument> <price> <qty>')
+    .option('--file <file>', 'read the requests from this file instead of stdin')
+    .option('--first-id <id>', 'first client order id (default: the time in µs, so ids keep rising across runs)')
+    .option('--linger <ms>', 'after the last answer, wait this long for fills before closing', '200')
+    .action(function (this: Command) {
+      const o = this.opts<Parameters<typeof orderCommand>[0]>();
+      return run('order', () => orderCommand(o, print))();
+    });
+  session('risk', "read an account's risk words by RDMA READ; change them with atomics (CMP_SWAP, FETCH_ADD)")
+    .option('--set-credit-limit <n>', 'set the credit limit (CMP_SWAP from the value read)')
+    .option('--add-credit <n>', 'add to the credit limit (FETCH_ADD; negative lowers it)')
+    .option('--kill', 'set the kill switch (CMP_SWAP 0 -> 1): the account\'s next order is rejected')
+    .option('--unkill', 'clear the kill switch (CMP_SWAP 1 -> 0)')
+    .action(function (this: Command) {
+      const o = this.opts<Parameters<typeof riskCommand>[0]>();
+      return run('risk', () => riskCommand(o, print))();
+    });
 
   try {
     await program.parseAsync(argv);

@@ -6,6 +6,8 @@
 // exports per-feed metrics and takes part in shutdown (END_OF_SESSION sent,
 // groups left).
 import type { FeedDevice } from '../feed/native.js';
+import { RecoverySessionProvider } from '../feed/recovery-provider.js';
+import { recoveryMetrics } from '../feed/recovery-metrics.js';
 import { LatencyCounts } from '../native/latency-counts.js';
 import { DEFAULT_FEED, FeedRegistry } from './feed-registry.js';
 import { feedRoutes, feedsSummary } from './control/routes/feeds.js';
@@ -28,6 +30,7 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
   const log = state.logger.child({ component: 'feeds' });
   if (config.feeds.enabled) {
     const { service } = registry.create(DEFAULT_FEED, config.feeds, 'config', 'feeds');
+    state.feedService = service;  // order entry publishes its trades and book levels on it
     log.info(
       {
         feed: DEFAULT_FEED,
@@ -37,6 +40,18 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
       'feed publishing',
     );
   }
+
+
+  // Recovery sessions (POST /v1/sessions role 'recovery'): served by the
+  // publisher of the feed the request names, whichever feeds exist then.
+  const recovery = new RecoverySessionProvider({
+    get: (name: string) => {
+      const entry = registry.get(name);
+      return entry && { publisher: () => entry.service.publisher, channels: entry.service.config.channels.map((c) => c.id) };
+    },
+  });
+  state.sessionProviders.push(recovery);
+  state.metricSources.push(recoveryMetrics(recovery));
 
   return {
     registry,

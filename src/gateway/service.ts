@@ -22,6 +22,8 @@ import { QpRegistry } from './device/qp-registry.js';
 import { LatencyRegistry } from './metrics/latency-registry.js';
 import { SloService } from './slo/service.js';
 import { startFeeds } from './feeds.js';
+import { startOrders, type OrdersLifecycle } from './orders.js';
+import { sessionsExtension } from './control/routes/sessions.js';
 
 export interface Gateway {
   readonly state: GatewayState;
@@ -66,15 +68,24 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     qps: new QpRegistry(),
     latency,
     slo,
+    sessionProviders: [],
+    metricSources: [],
     ready: false,
   };
   let app: FastifyInstance | undefined;
+  let orders: OrdersLifecycle | undefined;
   try {
     state.device = openGatewayDevice(config, engine);
     const port = state.device.queryPort(1);
     log.info({ device: state.device.name, gid: state.device.gid, portState: port.state, activeMtu: port.activeMtu }, 'device open');
     state.feeds = startFeeds(state);
+    orders = startOrders(state);
     await options.attach?.(state);
+    // /v1/sessions exists once some service serves a session role (order entry, feed recovery).
+    if (state.sessions === undefined && state.sessionProviders.length > 0) {
+      const summary = orders?.summary;
+      state.sessions = sessionsExtension(state, summary ? { summary: () => ({ orders: summary() }) } : {});
+    }
 
     const tokens: Token[] = [...config.control.tokens];
     if (tokens.length === 0) {
@@ -86,6 +97,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await app.listen({ host: config.control.host, port: config.control.port });
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await orders?.close().catch((e: unknown) => log.error({ err: e }, 'closing order entry after a failed start'));
+    await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     await engine.stop();
     throw err;
@@ -118,7 +131,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
           code = 1;
         }
       };
-      const extensions = [state.sessions, state.feeds].filter((e): e is ControlExtension => e !== undefined);
+      // Order entry after the sessions route stopped taking sessions and before
+      // the feed: its trades go out on the feed's publisher.
+      type Stage = Pick<ControlExtension, 'stopAccepting' | 'drain' | 'close'>;
+      const stages: Array<Stage | undefined> = [state.sessions, orders, state.feeds];
+      const extensions = stages.filter((e): e is Stage => e !== undefined);
       for (const e of extensions) await step('stop accepting', () => e.stopAccepting?.());
       for (const e of extensions) await step('drain', () => e.drain?.(drainTimeoutMs));
       for (const e of extensions) await step('close', () => e.close?.());

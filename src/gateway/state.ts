@@ -9,6 +9,9 @@ import type { Engine } from '../native/engine.js';
 import type { QpRegistry } from './device/qp-registry.js';
 import type { LatencyRegistry } from './metrics/latency-registry.js';
 import type { SloService } from './slo/service.js';
+import type { SessionProvider } from './sessions/provider.js';
+import type { FeedService } from '../feed/service.js';
+import type { Registry } from 'prom-client';
 
 /**
  * A feature that plugs into the control plane: the feed service (/v1/feeds)
@@ -47,6 +50,19 @@ export interface GatewayState {
   /** Extension points: set by the feed and order-entry services when they exist. */
   feeds?: ControlExtension;
   sessions?: ControlExtension;
+  /**
+   * Who serves each session role of POST /v1/sessions: order entry registers
+   * 'trading' and 'risk', the feed's recovery service 'recovery'
+   * (`state.sessionProviders.push(provider)` before the control plane is built).
+   */
+  readonly sessionProviders: SessionProvider[];
+  /** The running feed (set by startFeeds): order entry publishes trades and book levels on its publisher. */
+  feedService?: FeedService;
+  /**
+   * Metrics a service adds to /metrics: called once with the control plane's
+   * registry when it is built (collect() callbacks read native counters on scrape).
+   */
+  readonly metricSources: Array<(registry: Registry) => void>;
   /** False until every component has started, and again once shutdown begins. */
   ready: boolean;
 }

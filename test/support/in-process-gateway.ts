@@ -18,7 +18,9 @@ export async function startTestGateway(yaml = '', options: StartOptions = {}): P
   // The control-plane tests look at the gateway without its feed (no feed QPs,
   // no tick_publish source) unless the YAML says otherwise; test/gateway/feeds.test.ts
   // runs it with the feed.
-  writeFileSync(file, /^feeds:/m.test(yaml) ? yaml : `feeds:\n  enabled: false\n${yaml}`);
+  // Likewise without order entry (no journal, no order_ack source) unless the YAML has an orders: section.
+  const withFeeds = /^feeds:/m.test(yaml) ? yaml : `feeds:\n  enabled: false\n${yaml}`;
+  writeFileSync(file, /^orders:/m.test(yaml) ? withFeeds : `orders:\n  enabled: false\n${withFeeds}`);
   const config = loadConfig({
     env: {},
     file,

@@ -5,6 +5,7 @@
 #include "convert.h"
 #include "engine_wrap.h"
 #include "feed_wrap.h"
+#include "orders_wrap.h"
 #include "verbs_wrap.h"
 
 namespace qpgate::addon {
@@ -20,11 +21,14 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
     init_verbs(env, exports, &verbs_);  // exports.verbs: openDevice and the verbs classes
     feed_.verbs = &verbs_;
     init_feed(env, exports, &feed_);  // exports.feed: createPublisher, createSubscriber
+    orders_.verbs = &verbs_;
+    init_orders(env, exports, &orders_);  // exports.orders: createService
   }
 
  private:
   VerbsClasses verbs_;
   FeedClasses feed_;
+  OrdersClasses orders_;
 };
 
 }  // namespace qpgate::addon

@@ -42,6 +42,89 @@ Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) 
   return out;
 }
 
+// {qpn, psn, gid, mtu} of the control-plane handshake (sessions.md).
+verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object {qpn, psn, gid, mtu}");
+  Napi::Object o = v.As<Napi::Object>();
+  verbs::RcPeer p;
+  p.qpn = to_u32(env, o.Get("qpn"), where + ".qpn", 0xffffff);
+  p.psn = to_u32(env, o.Get("psn"), where + ".psn", 0xffffff);
+  p.gid = to_gid(env, o.Get("gid"), where + ".gid");
+  const std::uint32_t mtu = to_u32(env, o.Get("mtu"), where + ".mtu", 4096);
+  if (!verbs::mtu_from_bytes(mtu, &p.mtu)) throw Napi::RangeError::New(env, where + ".mtu must be 256, 512, 1024, 2048 or 4096");
+  return p;
+}
+
+Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("qpn", Napi::Number::New(env, p.qpn));
+  o.Set("psn", Napi::Number::New(env, p.psn));
+  o.Set("gid", Napi::String::New(env, p.gid.to_string()));
+  o.Set("mtu", Napi::Number::New(env, verbs::mtu_to_bytes(p.mtu)));
+  return o;
+}
+
+Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionInfo& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("session", Napi::Number::New(env, s.session));
+  o.Set("publisher", Napi::Number::New(env, s.publisher));
+  o.Set("qpn", Napi::Number::New(env, s.qpn));
+  o.Set("state", Napi::String::New(env, std::string(verbs::qp_state_name(s.state))));
+  Napi::Array chans = Napi::Array::New(env, s.channels.size());
+  for (std::size_t i = 0; i < s.channels.size(); ++i) chans.Set(static_cast<std::uint32_t>(i), Napi::Number::New(env, s.channels[i]));
+  o.Set("channels", chans);
+  const feed::RecoverySessionCounters& c = *s.counters;
+  o.Set("requests", num(env, c.requests.get()));
+  o.Set("retransmitRequests", num(env, c.retransmit_requests.get()));
+  o.Set("snapshotRequests", num(env, c.snapshot_requests.get()));
+  o.Set("replies", num(env, c.replies.get()));
+  o.Set("framesSent", num(env, c.frames_sent.get()));
+  o.Set("bytesSent", num(env, c.bytes_sent.get()));
+  o.Set("snapshotsSent", num(env, c.snapshots_sent.get()));
+  o.Set("errors", num(env, c.errors.get()));
+  o.Set("silenced", Napi::Boolean::New(env, c.silenced.get() != 0));
+  Napi::Object by = Napi::Object::New(env);
+  for (std::size_t i = 1; i < feed::recovery::kStatusCount; ++i) {
+    by.Set(std::string(feed::recovery::status_name(static_cast<feed::recovery::Status>(i))), num(env, c.by_status[i].get()));
+  }
+  o.Set("byStatus", by);
+  o.Set("throttled", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kThrottled)].get()));
+  o.Set("rangeGone", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kRangeGone)].get()));
+  Napi::Object rep = Napi::Object::New(env);
+  rep.Set("reports", num(env, c.reports.get()));
+  rep.Set("lastReportNs", num(env, c.last_report_ns.get()));
+  rep.Set("queued", num(env, c.report_queued.get()));
+  rep.Set("dropped", num(env, c.report_dropped.get()));
+  rep.Set("conflated", num(env, c.report_conflated.get()));
+  rep.Set("gaps", num(env, c.report_gaps.get()));
+  rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
+  rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
+  o.Set("subscriber", rep);
+  return o;
+}
+
+// limits: {maxMessages?, messagesPerSecond?, burstMessages?, replyBytes?, sendSlots?, recvSlots?}
+feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  feed::RecoveryLimits l;
+  if (v.IsUndefined()) return l;
+  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  auto opt = [&](const char* key, auto& dst, std::uint32_t max) {
+    if (o.Has(key) && !o.Get(key).IsUndefined()) dst = to_u32(env, o.Get(key), where + "." + key, max);
+  };
+  opt("maxMessages", l.max_messages, 1u << 20);
+  opt("messagesPerSecond", l.messages_per_second, 0xffffffffu);
+  opt("burstMessages", l.burst_messages, 0xffffffffu);
+  opt("replyBytes", l.reply_bytes, 1u << 24);
+  opt("sendSlots", l.send_slots, 1024);
+  opt("recvSlots", l.recv_slots, 1024);
+  if (o.Has("silenceTimeoutMs") && !o.Get("silenceTimeoutMs").IsUndefined()) {
+    l.silence_timeout_ns = std::uint64_t{to_u32(env, o.Get("silenceTimeoutMs"), where + ".silenceTimeoutMs", 3'600'000)} * 1'000'000;
+  }
+  if (std::string e = feed::validate(l); !e.empty()) throw Napi::RangeError::New(env, where + ": " + e);
+  return l;
+}
+
 // What both handles share: the engine, its feed agent, the JS objects kept alive.
 struct Handle {
   EnginePtr engine;
@@ -111,6 +194,9 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
                         InstanceMethod<&PublisherWrap::LatencyCounts>("latencyCounts"),
                         InstanceMethod<&PublisherWrap::SetLineMask>("setLineMask"),
                         InstanceMethod<&PublisherWrap::Qp>("qp"),
+                        InstanceMethod<&PublisherWrap::OpenRecoverySession>("openRecoverySession"),
+                        InstanceMethod<&PublisherWrap::CloseRecoverySession>("closeRecoverySession"),
+                        InstanceMethod<&PublisherWrap::RecoverySessions>("recoverySessions"),
                         InstanceMethod<&PublisherWrap::Close>("close")});
   }
   explicit PublisherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PublisherWrap>(info) {}
@@ -118,11 +204,80 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
     h_.bind(info, r.engine, r.agent, id);
+    device_ = r.device;
     stats_ = std::move(stats);
   }
 
  private:
-  void release() { h_.release(&feed::FeedAgent::remove_publisher); }
+  void release() {
+    if (h_.id != 0) {
+      // Its recovery sessions go with it (their QPs to ERR).
+      const std::uint32_t id = h_.id;
+      feed::FeedAgent* agent = h_.agent;
+      h_.engine->run_on_engine([&] {
+        for (const auto& s : agent->recovery_sessions()) {
+          if (s.publisher == id) agent->close_recovery_session(s.session);
+        }
+      });
+    }
+    h_.release(&feed::FeedAgent::remove_publisher);
+  }
+  std::uint32_t live_id(Napi::Env env) const {
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    return h_.id;
+  }
+  // openRecoverySession({session, channels, remote: {qpn, psn, gid, mtu}, limits?}) → {qpn, psn, gid, mtu, regions: []}
+  Napi::Value OpenRecoverySession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::string where = "publisher.openRecoverySession";
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, where + ": options must be an object {session, channels, remote, limits?}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    feed::RecoverySessionConfig c;
+    c.publisher = live_id(env);
+    c.session = to_u32(env, o.Get("session"), where + ": session");
+    if (c.session == 0) throw Napi::RangeError::New(env, where + ": session must be > 0");
+    if (!o.Get("channels").IsArray()) throw Napi::TypeError::New(env, where + ": channels must be an array of channel ids");
+    Napi::Array chans = o.Get("channels").As<Napi::Array>();
+    for (std::uint32_t i = 0; i < chans.Length(); ++i) {
+      c.channels.push_back(static_cast<std::uint16_t>(to_u32(env, chans.Get(i), where + ": channels[" + std::to_string(i) + "]", 0xffff)));
+    }
+    c.remote = rc_peer_of(env, o.Get("remote"), where + ": remote");
+    c.limits = limits_of(env, o.Get("limits"), where + ": limits");
+    verbs::Result<verbs::RcPeer> local = verbs::Error{};
+    feed::FeedAgent* agent = h_.agent;
+    verbs::Device* device = device_;
+    h_.engine->run_on_engine([&] { local = agent->open_recovery_session(*device, c); });
+    if (!local.ok()) throw verbs_error(env, local.error());
+    Napi::Object out = rc_peer_to_js(env, *local);
+    out.Set("regions", Napi::Array::New(env, 0));
+    return out;
+  }
+  Napi::Value CloseRecoverySession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t session = to_u32(env, info[0], "publisher.closeRecoverySession: session");
+    const std::uint32_t id = live_id(env);
+    bool closed = false;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] {
+      for (const auto& s : agent->recovery_sessions()) {
+        if (s.session == session && s.publisher == id) closed = agent->close_recovery_session(session);
+      }
+    });
+    return Napi::Boolean::New(env, closed);
+  }
+  Napi::Value RecoverySessions(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t id = live_id(env);
+    std::vector<feed::RecoverySessionInfo> all;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] { all = agent->recovery_sessions(); });
+    Napi::Array out = Napi::Array::New(env);
+    std::uint32_t n = 0;
+    for (const auto& s : all) {
+      if (s.publisher == id) out.Set(n++, recovery_session_to_js(env, s));
+    }
+    return out;
+  }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
   Napi::Value Session(const Napi::CallbackInfo& info) { return num(info.Env(), stats_->session.get()); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {
@@ -213,6 +368,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
   }
 
   Handle h_;
+  verbs::Device* device_ = nullptr;  // kept alive by h_.device_js
   std::shared_ptr<feed::PublisherStats> stats_;
 };
 
@@ -267,18 +423,59 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     return DefineClass(env, "FeedSubscriber",
                        {InstanceAccessor<&SubscriberWrap::Id>("id"), InstanceMethod<&SubscriberWrap::Stats>("stats"),
                         InstanceMethod<&SubscriberWrap::LatencyCounts>("latencyCounts"),
+                        InstanceMethod<&SubscriberWrap::RecoveryLocal>("recoveryLocal"),
+                        InstanceMethod<&SubscriberWrap::ConnectRecovery>("connectRecovery"),
+                        InstanceMethod<&SubscriberWrap::ReportConsumer>("reportConsumer"),
                         InstanceMethod<&SubscriberWrap::Close>("close")});
   }
   explicit SubscriberWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SubscriberWrap>(info) {}
   ~SubscriberWrap() override { release(); }
 
-  void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats) {
+  void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats,
+            std::optional<verbs::RcPeer> recovery_local, std::shared_ptr<feed::RecoveryClientCounters> client,
+            std::shared_ptr<feed::ConsumerLoad> load) {
+    load_ = std::move(load);
     h_.bind(info, r.engine, r.agent, id);
     stats_ = std::move(stats);
+    recovery_local_ = recovery_local;
+    client_ = std::move(client);
   }
 
  private:
   void release() { h_.release(&feed::FeedAgent::remove_subscriber); }
+  // Our side of the recovery connection, for the handshake; null without config.recovery.
+  Napi::Value RecoveryLocal(const Napi::CallbackInfo& info) {
+    if (!recovery_local_) return info.Env().Null();
+    return rc_peer_to_js(info.Env(), *recovery_local_);
+  }
+  // reportConsumer({queued, dropped, conflated}): the application's queue, sent to the gateway in SubscriberReports.
+  Napi::Value ReportConsumer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "subscriber.reportConsumer: expects {queued, dropped, conflated}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    if (load_ != nullptr) {
+      load_->queued.store(to_u64(env, o.Get("queued"), "subscriber.reportConsumer: queued"), std::memory_order_relaxed);
+      load_->dropped.store(to_u64(env, o.Get("dropped"), "subscriber.reportConsumer: dropped"), std::memory_order_relaxed);
+      load_->conflated.store(to_u64(env, o.Get("conflated"), "subscriber.reportConsumer: conflated"), std::memory_order_relaxed);
+    }
+    return env.Undefined();
+  }
+  // connectRecovery({qpn, psn, gid, mtu}): the gateway's answer; the QP goes to RTS.
+  Napi::Value ConnectRecovery(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const verbs::RcPeer peer = rc_peer_of(env, info[0], "subscriber.connectRecovery: gateway");
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this subscriber was closed");
+    if (!recovery_local_) throw Napi::Error::New(env, "subscriber.connectRecovery: created without a recovery config");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    verbs::Status st;
+    h_.engine->run_on_engine([&] {
+      feed::Subscriber* s = agent->subscriber(id);
+      st = s == nullptr ? verbs::Status{verbs::Error{ENOENT, "the subscriber is gone"}} : s->connect_recovery(peer);
+    });
+    if (!st.ok()) throw Napi::Error::New(env, "subscriber.connectRecovery: " + std::string(st.message()));
+    return env.Undefined();
+  }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -289,6 +486,17 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     o.Set("unknownGroup", num(env, s.unknown_group.get()));
     o.Set("snapshotFrames", num(env, s.snapshot_frames.get()));
     o.Set("ringFullDrops", num(env, s.ring_full_drops.get()));
+    if (client_ != nullptr) {
+      const feed::RecoveryClientCounters& rc = *client_;
+      Napi::Object r = Napi::Object::New(env);
+      r.Set("requests", num(env, rc.requests.get()));
+      r.Set("replies", num(env, rc.replies.get()));
+      r.Set("malformedReplies", num(env, rc.malformed_replies.get()));
+      r.Set("staleReplies", num(env, rc.stale_replies.get()));
+      r.Set("sendFailures", num(env, rc.send_failures.get()));
+      r.Set("errors", num(env, rc.errors.get()));
+      o.Set("recovery", r);
+    }
     Napi::Array chans = Napi::Array::New(env, s.channels.size());
     for (std::size_t i = 0; i < s.channels.size(); ++i) {
       const feed::SubscriberChannelCounters& c = s.channels[i];
@@ -299,7 +507,15 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
       co.Set("duplicates", num(env, c.duplicates.get()));
       co.Set("gaps", num(env, c.gaps.get()));
       co.Set("unrecoverable", num(env, c.unrecoverable.get()));
-      co.Set("recovered", num(env, 0));
+      co.Set("recovered", num(env, c.recovered.get()));
+      co.Set("snapshots", num(env, c.snapshots.get()));
+      co.Set("snapshotMessages", num(env, c.snapshot_messages.get()));
+      co.Set("recoveryRequests", num(env, c.recovery_requests.get()));
+      co.Set("throttled", num(env, c.throttled.get()));
+      co.Set("rangeGone", num(env, c.range_gone.get()));
+      co.Set("recoveryFailures", num(env, c.recovery_failures.get()));
+      co.Set("bufferOverflows", num(env, c.buffer_overflows.get()));
+      co.Set("held", num(env, c.held.get()));
       co.Set("sessionChanges", num(env, c.session_changes.get()));
       co.Set("session", num(env, c.session.get()));
       co.Set("expected", num(env, c.expected.get()));
@@ -334,6 +550,9 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
 
   Handle h_;
   std::shared_ptr<feed::SubscriberStats> stats_;
+  std::optional<verbs::RcPeer> recovery_local_;
+  std::shared_ptr<feed::RecoveryClientCounters> client_;  // null without a recovery connection
+  std::shared_ptr<feed::ConsumerLoad> load_;
 };
 
 // createSubscriber(engine, device, {channels: [{id, groupA, groupB?, holdFrames?, maxWaitUs?}],
@@ -359,17 +578,40 @@ Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
   }
   if (has(cfg, "maxFrameSize")) sc.max_frame_bytes = to_u32(env, cfg.Get("maxFrameSize"), "feed.createSubscriber: maxFrameSize", 4096);
   if (has(cfg, "recvSlots")) sc.recv_slots = to_u32(env, cfg.Get("recvSlots"), "feed.createSubscriber: recvSlots", 16384);
+  if (has(cfg, "recovery")) {
+    const std::string where = "feed.createSubscriber: recovery";
+    if (!cfg.Get("recovery").IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+    Napi::Object ro = cfg.Get("recovery").As<Napi::Object>();
+    feed::SubscriberRecoveryConfig& rc = sc.recovery;
+    rc.enabled = true;
+    if (has(ro, "replyBytes")) rc.reply_bytes = to_u32(env, ro.Get("replyBytes"), where + ".replyBytes", 1u << 24);
+    if (has(ro, "recvSlots")) rc.recv_slots = to_u32(env, ro.Get("recvSlots"), where + ".recvSlots", 1024);
+    if (has(ro, "maxRequestMessages")) rc.max_request_messages = to_u32(env, ro.Get("maxRequestMessages"), where + ".maxRequestMessages");
+    if (has(ro, "requestTimeoutMs")) rc.request_timeout_ns = std::uint64_t{to_u32(env, ro.Get("requestTimeoutMs"), where + ".requestTimeoutMs", 3'600'000)} * 1'000'000;
+    if (has(ro, "reportIntervalMs")) rc.report_interval_ns = std::uint64_t{to_u32(env, ro.Get("reportIntervalMs"), where + ".reportIntervalMs", 3'600'000)} * 1'000'000;
+    if (has(ro, "bufferFrames")) rc.buffer_frames = to_u32(env, ro.Get("bufferFrames"), where + ".bufferFrames", 1u << 22);
+  }
   if (std::string e = feed::validate(sc); !e.empty()) throw Napi::TypeError::New(env, "feed.createSubscriber: " + e);
 
   verbs::Result<std::uint32_t> id = verbs::Error{};
   std::shared_ptr<feed::SubscriberStats> stats;
+  std::optional<verbs::RcPeer> recovery_local;
+  std::shared_ptr<feed::RecoveryClientCounters> client;
+  std::shared_ptr<feed::ConsumerLoad> load;
   r.engine->run_on_engine([&] {
     id = r.agent->add_subscriber(*r.device, sc);
-    if (id.ok()) stats = r.agent->subscriber(*id)->stats();
+    if (!id.ok()) return;
+    feed::Subscriber* s = r.agent->subscriber(*id);
+    stats = s->stats();
+    load = s->consumer_load();
+    if (feed::RecoveryClient* rc = s->recovery()) {
+      recovery_local = rc->local();
+      client = rc->shared_counters();
+    }
   });
   if (!id.ok()) throw verbs_error(env, id.error());
   Napi::Object js = classes->subscriber.New({});
-  SubscriberWrap::Unwrap(js)->init(info, r, *id, std::move(stats));
+  SubscriberWrap::Unwrap(js)->init(info, r, *id, std::move(stats), recovery_local, client, load);
   return js;
 }
 

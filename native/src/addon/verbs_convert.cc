@@ -7,15 +7,17 @@
 #include "verbs/types.h"
 
 namespace qpgate::addon {
-namespace {
-
-using verbs::Access;
-using verbs::QpAttrMask;
 
 std::string describe(Napi::Value v) {
   if (v.IsUndefined()) return "undefined";
   if (v.IsNull()) return "null";
-  if (v.IsString()) return "'" + v.As<Napi::String>().Utf8Value() + "'";
+  if (v.IsString()) {
+    // Appended piecewise: GCC 12's -Wrestrict misfires on "'" + s + "'" here.
+    std::string out = "'";
+    out.append(v.As<Napi::String>().Utf8Value());
+    out.push_back('\'');
+    return out;
+  }
   if (v.IsNumber() || v.IsBigInt() || v.IsBoolean()) return v.ToString().Utf8Value();
   if (v.IsArray()) return "an array";
   if (v.IsBuffer() || v.IsTypedArray()) return "a typed array";
@@ -26,6 +28,11 @@ std::string describe(Napi::Value v) {
 [[noreturn]] void type_error(Napi::Env env, const std::string& where, const std::string& expected, Napi::Value got) {
   throw Napi::TypeError::New(env, where + " must be " + expected + ", got " + describe(got));
 }
+
+namespace {
+
+using verbs::Access;
+using verbs::QpAttrMask;
 
 Napi::Object to_object(Napi::Env env, Napi::Value v, const std::string& where) {
   if (!v.IsObject() || v.IsArray()) type_error(env, where, "an object", v);

@@ -22,6 +22,11 @@ namespace qpgate::addon {
 // A JS Error with .code = errno name; .badWrIndex when given (>= 0).
 Napi::Error verbs_error(Napi::Env env, const verbs::Error& e, long bad_wr_index = -1);
 
+// A JS value as error messages show it ("'abc'", "42", "an object").
+std::string describe(Napi::Value v);
+// Throws TypeError "<where> must be <expected>, got <describe(got)>".
+[[noreturn]] void type_error(Napi::Env env, const std::string& where, const std::string& expected, Napi::Value got);
+
 // Parsers. `where` prefixes messages ("qp.modify").
 std::uint64_t to_u64(Napi::Env env, Napi::Value v, const std::string& where);  // BigInt or safe integer Number
 std::uint32_t to_u32(Napi::Env env, Napi::Value v, const std::string& where, std::uint32_t max = 0xffffffffu);

@@ -68,6 +68,8 @@ int FeedAgent::do_work(std::uint64_t now_ns) {
     work += p->do_work(now_ns);
     deadline = std::min(deadline, p->next_deadline_ns());
   }
+  work += recovery_.do_work(now_ns);
+  if (recovery_.size() > 0) deadline = std::min(deadline, now_ns + 1'000'000);  // RC completions are polled
   if (context_ != nullptr) {
     for (auto& [id, s] : subscribers_) {
       work += s->do_work(now_ns, *context_->from_engine);
@@ -117,6 +119,13 @@ bool FeedAgent::remove_subscriber(std::uint32_t id) {
   if (it == subscribers_.end()) return false;
   subscribers_.erase(it);
   return true;
+}
+
+verbs::Result<verbs::RcPeer> FeedAgent::open_recovery_session(verbs::Device& device, const RecoverySessionConfig& config) {
+  if (publisher(config.publisher) == nullptr) {
+    return verbs::Error{ENOENT, "recovery session: no publisher " + std::to_string(config.publisher)};
+  }
+  return recovery_.open(device, config, engine::monotonic_ns());
 }
 
 Publisher* FeedAgent::publisher(std::uint32_t id) const {

@@ -6,7 +6,8 @@
 //   publisher they name; a publisher out of send slots leaves the record in
 //   the ring (back-pressure).
 //   do_work: every publisher (flush open frames, heartbeats, post, reap),
-//   every subscriber (poll, arbitrate, records to fromEngine), closing
+//   the recovery service (RC sessions answering retransmission and snapshot
+//   requests from the publishers' rings and snapshot stores), every subscriber (poll, arbitrate, records to fromEngine), closing
 //   publishers until their last frames left; then arms the engine deadline
 //   with the earliest heartbeat or arbitration timeout.
 //
@@ -27,6 +28,7 @@
 #include "engine/agent.h"
 #include "engine/command_agent.h"
 #include "feed/publisher.h"
+#include "feed/recovery_service.h"
 #include "feed/subscriber.h"
 
 namespace qpgate::feed {
@@ -55,6 +57,11 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   verbs::Result<std::uint32_t> add_subscriber(verbs::Device& device, SubscriberConfig config);
   bool remove_subscriber(std::uint32_t id);
 
+  // Recovery sessions (engine thread): an RC QP per subscriber, bound to a publisher.
+  verbs::Result<verbs::RcPeer> open_recovery_session(verbs::Device& device, const RecoverySessionConfig& config);
+  bool close_recovery_session(std::uint32_t session) { return recovery_.close(session); }
+  std::vector<RecoverySessionInfo> recovery_sessions() const { return recovery_.sessions(); }
+
   Publisher* publisher(std::uint32_t id) const;
   Subscriber* subscriber(std::uint32_t id) const;
   std::size_t publisher_count() const { return publishers_.size(); }
@@ -71,6 +78,7 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   std::vector<std::pair<std::uint32_t, std::unique_ptr<Publisher>>> publishers_;
   std::vector<std::pair<std::uint32_t, std::unique_ptr<Subscriber>>> subscribers_;
   std::vector<Closing> closing_;
+  RecoveryService recovery_{[this](std::uint32_t id) { return publisher(id); }};
   std::uint32_t next_id_ = 1;
   std::uint32_t last_session_ = 0;
   engine::SingleWriterCounter rejected_records_;  // FEED_PUBLISH for no publisher, or too short

@@ -8,7 +8,7 @@
 //   16 messages: 12-byte message header + protobuf body each, packed
 //
 // FEED_FRAME (fromEngine), 40 bytes + the frame:
-//    0 u32 subscriber id | 4 u16 channel | 6 u8 line (0 A, 1 B) | 7 u8 frame flags
+//    0 u32 subscriber id | 4 u16 channel | 6 u8 line (0 A, 1 B, 2 RC) | 7 u8 frame flags
 //    8 u64 first_seq | 16 u16 message count | 18 u16 skip (leading messages already delivered)
 //   20 u32 session | 24 u64 send_time_ns (publisher, CLOCK_REALTIME)
 //   32 u64 receive time (CLOCK_REALTIME ns, when the completion was polled)

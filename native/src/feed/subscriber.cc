@@ -7,85 +7,9 @@
 #include "engine/clock.h"
 #include "engine/record_types.h"
 #include "feed/feed_records.h"
+#include "feed/subscriber_channel.h"
 
 namespace qpgate::feed {
-
-struct Subscriber::Channel final : ArbiterSink {
-  Channel(const SubscriberChannelConfig& c, SubscriberChannelCounters& channel_counters, SubscriberStats& all,
-          std::uint32_t subscriber_id)
-      : config(c), arbiter(c.arbiter), counters(channel_counters), stats(all), subscriber(subscriber_id) {}
-
-  void deliver(Line line, const ParsedFrame& frame, std::uint16_t skip) override {
-    const FrameHeaderView h = frame.header();
-    counters.frames.add();
-    counters.messages.add(static_cast<std::uint64_t>(h.message_count() - skip));
-    counters.expected.set(arbiter.expected());
-    const std::uint64_t send = h.send_time_ns();
-    counters.latency.record(receive_time_ns > send ? receive_time_ns - send : 0);
-    const auto length = static_cast<std::int32_t>(records::kFrameRecordHeaderBytes + frame.bytes().size());
-    std::byte* dst = out->claim(engine::record_type::kFeedFrame, length);
-    if (dst == nullptr) {
-      stats.ring_full_drops.add();
-      return;
-    }
-    auto* p = reinterpret_cast<std::uint8_t*>(dst);
-    store_le<std::uint32_t>(p + 0, subscriber);
-    store_le<std::uint16_t>(p + 4, config.id);
-    p[6] = static_cast<std::uint8_t>(line);
-    p[7] = h.flags();
-    store_le<std::uint64_t>(p + 8, h.first_seq());
-    store_le<std::uint16_t>(p + 16, h.message_count());
-    store_le<std::uint16_t>(p + 18, skip);
-    store_le<std::uint32_t>(p + 20, h.session());
-    store_le<std::uint64_t>(p + 24, send);
-    store_le<std::uint64_t>(p + 32, receive_time_ns);
-    std::memcpy(p + records::kFrameRecordHeaderBytes, frame.bytes().data(), frame.bytes().size());
-  }
-
-  void gap(std::uint64_t from, std::uint64_t count) override {
-    counters.gaps.add();
-    counters.unrecoverable.add(count);
-    counters.expected.set(from + count);
-    std::byte* dst = out->claim(engine::record_type::kFeedGap, records::kGapRecordBytes);
-    if (dst == nullptr) {
-      stats.ring_full_drops.add();
-      return;
-    }
-    auto* p = reinterpret_cast<std::uint8_t*>(dst);
-    store_le<std::uint32_t>(p + 0, subscriber);
-    store_le<std::uint16_t>(p + 4, config.id);
-    store_le<std::uint16_t>(p + 6, 0);
-    store_le<std::uint64_t>(p + 8, from);
-    store_le<std::uint64_t>(p + 16, count);
-  }
-
-  void session_change(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq) override {
-    if (old_session != 0) counters.session_changes.add();
-    counters.session.set(new_session);
-    counters.expected.set(next_seq);
-    std::byte* dst = out->claim(engine::record_type::kFeedSession, records::kSessionRecordBytes);
-    if (dst == nullptr) {
-      stats.ring_full_drops.add();
-      return;
-    }
-    auto* p = reinterpret_cast<std::uint8_t*>(dst);
-    store_le<std::uint32_t>(p + 0, subscriber);
-    store_le<std::uint16_t>(p + 4, config.id);
-    store_le<std::uint16_t>(p + 6, 0);
-    store_le<std::uint32_t>(p + 8, old_session);
-    store_le<std::uint32_t>(p + 12, new_session);
-    store_le<std::uint64_t>(p + 16, next_seq);
-  }
-
-  SubscriberChannelConfig config;
-  Arbiter arbiter;
-  SubscriberChannelCounters& counters;
-  SubscriberStats& stats;
-  std::uint32_t subscriber;
-  // Set for the duration of do_work.
-  engine::SpscProducer* out = nullptr;
-  std::uint64_t receive_time_ns = 0;
-};
 
 std::string validate(const SubscriberConfig& c) {
   if (c.channels.empty()) return "a subscriber needs at least one channel";
@@ -105,12 +29,26 @@ std::string validate(const SubscriberConfig& c) {
       }
     }
   }
+  if (c.recovery.enabled) {
+    const auto& r = c.recovery;
+    if (r.reply_bytes < 2 * kMaxFrameBytes || r.reply_bytes > (1u << 24)) return "recovery.replyBytes must be 8192..16777216";
+    if (r.recv_slots < 1 || r.recv_slots > 1024) return "recovery.recvSlots must be 1..1024";
+    if (r.max_request_messages == 0) return "recovery.maxRequestMessages must be at least 1";
+    if (r.buffer_frames == 0) return "recovery.bufferFrames must be at least 1";
+    if (r.request_timeout_ns < 1'000'000) return "recovery.requestTimeoutMs must be at least 1";
+  }
   return "";
 }
 
 verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& device, const SubscriberConfig& config) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed subscriber: " + e};
   std::unique_ptr<Subscriber> s(new Subscriber(config));
+  if (config.recovery.enabled) {
+    auto rc = RecoveryClient::create(device, config.recovery);
+    if (!rc.ok()) return verbs::Error{rc.error().code, "feed subscriber: recovery connection: " + rc.error().message};
+    s->recovery_ = std::move(rc).value();
+  }
+  s->make_channels();
   s->slot_bytes_ = (kGrhBytes + config.max_frame_bytes + 63) & ~std::size_t{63};
   UdEndpointConfig ec;
   ec.buffer_bytes = s->slot_bytes_ * config.recv_slots;
@@ -135,16 +73,44 @@ verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& dev
 
 Subscriber::Subscriber(const SubscriberConfig& config)
     : config_(config), stats_(std::make_shared<SubscriberStats>(config.channels.size())) {
-  for (std::size_t i = 0; i < config.channels.size(); ++i) {
-    stats_->channels[i].id = config.channels[i].id;
-    channels_.push_back(std::make_unique<Channel>(config.channels[i], stats_->channels[i], *stats_, config.id));
-  }
   to_repost_.reserve(config.recv_slots);
   recv_wrs_.resize(config.recv_slots);
   recv_sges_.resize(config.recv_slots);
 }
 
 Subscriber::~Subscriber() = default;  // the endpoint destroys the QP (leaving the groups) first
+
+void Subscriber::make_channels() {
+  for (std::size_t i = 0; i < config_.channels.size(); ++i) {
+    stats_->channels[i].id = config_.channels[i].id;
+    channels_.push_back(
+        std::make_unique<Channel>(config_.channels[i], stats_->channels[i], *stats_, config_.id, recovery_.get()));
+  }
+}
+
+void Subscriber::report(std::uint64_t now_ns) {
+  const std::uint64_t interval = config_.recovery.report_interval_ns;
+  if (interval == 0 || !recovery_->connected()) return;
+  if (now_ns >= next_report_ns_) {
+    recovery::SubscriberReport r;
+    r.queued = consumer_->queued.load(std::memory_order_relaxed);
+    r.dropped = consumer_->dropped.load(std::memory_order_relaxed);
+    r.conflated = consumer_->conflated.load(std::memory_order_relaxed);
+    for (const auto& c : stats_->channels) {
+      r.gaps += c.gaps.get();
+      r.unrecoverable += c.unrecoverable.get();
+    }
+    r.ring_full_drops = stats_->ring_full_drops.get();
+    if (recovery_->send(r)) next_report_ns_ = now_ns + interval;
+  }
+  if (deadline_ns_ == 0 || next_report_ns_ < deadline_ns_) deadline_ns_ = next_report_ns_;
+}
+
+verbs::Status Subscriber::connect_recovery(const verbs::RcPeer& gateway) {
+  if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
+  if (recovery_->connected() || recovery_->failed()) return verbs::Error{EALREADY, "feed subscriber: the recovery connection was already made"};
+  return recovery_->connect(gateway);
+}
 
 const Arbiter* Subscriber::arbiter(std::uint16_t channel) const {
   for (const auto& c : channels_) {
@@ -173,7 +139,10 @@ int Subscriber::post_receives() {
 int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
   std::array<verbs::Wc, 32> wcs;
   int work = 0;
-  for (auto& c : channels_) c->out = &out;
+  for (auto& c : channels_) {
+    c->out = &out;
+    c->now_ns = now_ns;
+  }
   for (int round = 0; round < 4; ++round) {
     auto n = ep_->cq->poll(wcs);
     if (!n.ok() || *n == 0) break;
@@ -247,8 +216,28 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       const std::uint64_t d = now_ns + c->config.arbiter.max_wait_ns + 1;
       if (deadline_ns_ == 0 || d < deadline_ns_) deadline_ns_ = d;
     }
-    c->out = nullptr;
   }
+  if (recovery_) {
+    // Replies first (they unblock held frames), then what each channel needs next.
+    work += recovery_->poll([&](const recovery::Reply& r) {
+      const std::uint32_t ch = r.kind == recovery::ReplyKind::kSnapshot ? r.snapshot.channel : r.retransmit.channel;
+      for (auto& c : channels_) {
+        if (c->config.id == ch && r.kind != recovery::ReplyKind::kError) {
+          c->receive_time_ns = engine::realtime_ns();
+          c->on_reply(r);
+          return;
+        }
+      }
+      recovery_->counters().stale_replies.add();  // an ErrorReply, or a channel we did not ask about
+    });
+    for (auto& c : channels_) {
+      c->pump();
+      const std::uint64_t d = c->deadline();
+      if (d != 0 && (deadline_ns_ == 0 || d < deadline_ns_)) deadline_ns_ = d;
+    }
+    report(now_ns);
+  }
+  for (auto& c : channels_) c->out = nullptr;
   return work;
 }
 

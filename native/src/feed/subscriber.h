@@ -7,9 +7,13 @@
 //
 //   FEED_FRAME    one live data frame (with how many of its leading
 //                 messages were already delivered: an overlap)
-//   FEED_GAP      [from, from + count) lost on every line. Recovery over RC
-//                 is not built yet, so such a range is UNRECOVERABLE.
+//   FEED_GAP      [from, from + count) lost for good (unrecoverable)
 //   FEED_SESSION  the channel's session changed, or was first seen
+//
+// With a recovery connection (config.recovery, an RC QP to the gateway made
+// here and connected by connect_recovery() after the control-plane
+// handshake) a hole is asked for natively and delivered in order, and a
+// late join or a new session resyncs from a snapshot (subscriber_channel.h).
 //
 // The line a frame came on is the destination group in the GRH (bytes
 // 36..39: the IPv4 destination address). End-to-end latency (the frame's
@@ -17,7 +21,7 @@
 // completion is polled) is recorded per channel in a LatencyHistogram.
 //
 // When fromEngine has no room for a record, the record is dropped and
-// counted (ring_full_drops); the slow-consumer policies are a later round.
+// counted (ring_full_drops).
 //
 // One thread (the engine's). No locks; counters are readable anywhere.
 #pragma once
@@ -31,6 +35,7 @@
 #include "engine/spsc_ring.h"
 #include "feed/arbiter.h"
 #include "feed/frame.h"
+#include "feed/recovery_client.h"
 #include "feed/ud_endpoint.h"
 #include "metrics/latency_histogram.h"
 #include "verbs/device.h"
@@ -50,6 +55,7 @@ struct SubscriberConfig {
   std::size_t max_frame_bytes = kMaxFrameBytes;  // receive buffer = 40 + this
   std::uint32_t recv_slots = 512;
   std::uint32_t qkey = kFeedQkey;
+  SubscriberRecoveryConfig recovery;
 };
 
 std::string validate(const SubscriberConfig& config);
@@ -60,7 +66,17 @@ struct SubscriberChannelCounters {
   engine::SingleWriterCounter messages;        // messages delivered
   engine::SingleWriterCounter duplicates;      // frames dropped: the other line (or a repeat) was first
   engine::SingleWriterCounter gaps;            // holes lost on every line
-  engine::SingleWriterCounter unrecoverable;   // messages in those holes (no recovery yet)
+  engine::SingleWriterCounter unrecoverable;   // messages lost for good (not recovered, or replaced by a snapshot)
+  engine::SingleWriterCounter recovered;       // messages delivered from retransmissions
+  engine::SingleWriterCounter snapshots;       // snapshots applied (late join, new session, range gone)
+  engine::SingleWriterCounter snapshot_messages;
+  engine::SingleWriterCounter recovery_requests;
+  engine::SingleWriterCounter recovery_replies;  // RetransmitReplies with frames
+  engine::SingleWriterCounter throttled;       // THROTTLED answers (asked again later)
+  engine::SingleWriterCounter range_gone;      // RANGE_GONE (or UNKNOWN_SESSION): resynced by snapshot
+  engine::SingleWriterCounter recovery_failures;  // gave up: timeout, error status, connection lost
+  engine::SingleWriterCounter buffer_overflows;   // gave up: too many live frames held
+  engine::SingleWriterCounter held;            // live frames held behind a recovery now
   engine::SingleWriterCounter session_changes;
   engine::SingleWriterCounter session;
   engine::SingleWriterCounter expected;        // next sequence expected
@@ -81,6 +97,8 @@ struct SubscriberStats {
   engine::SingleWriterCounter ring_full_drops;      // records fromEngine had no room for
 };
 
+class SubscriberChannel;
+
 class Subscriber {
  public:
   static verbs::Result<std::unique_ptr<Subscriber>> create(verbs::Device& device, const SubscriberConfig& config);
@@ -98,13 +116,25 @@ class Subscriber {
   const std::shared_ptr<SubscriberStats>& stats() const { return stats_; }
   const Arbiter* arbiter(std::uint16_t channel) const;
 
+  // The recovery connection (config.recovery.enabled): our side for the
+  // handshake, then the gateway's answer. Engine thread.
+  RecoveryClient* recovery() const { return recovery_.get(); }
+  verbs::Status connect_recovery(const verbs::RcPeer& gateway);
+  // The application's queue (lag, drops), reported to the gateway over the recovery connection.
+  const std::shared_ptr<ConsumerLoad>& consumer_load() const { return consumer_; }
+
  private:
-  struct Channel;
+  using Channel = SubscriberChannel;
   explicit Subscriber(const SubscriberConfig& config);
   int post_receives();
+  void make_channels();
 
   SubscriberConfig config_;
   std::unique_ptr<UdEndpoint> ep_;
+  std::unique_ptr<RecoveryClient> recovery_;
+  std::shared_ptr<ConsumerLoad> consumer_ = std::make_shared<ConsumerLoad>();
+  std::uint64_t next_report_ns_ = 0;
+  void report(std::uint64_t now_ns);
   std::vector<std::unique_ptr<Channel>> channels_;
   std::shared_ptr<SubscriberStats> stats_;
   std::size_t slot_bytes_ = 0;

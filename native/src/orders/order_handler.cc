@@ -44,8 +44,10 @@ std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, st
   OrderHandler* raw = h.get();
   h->journal_ = Journal::open(
       config.journal,
-      [raw](std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t, std::string& why) {
-        return raw->replay(type, payload, why);
+      [raw, &config](std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t, std::string& why) {
+        if (!raw->replay(type, payload, why)) return false;
+        if (config.on_replayed) config.on_replayed(raw->replay_out_);
+        return true;
       },
       error);
   if (!h->journal_) return nullptr;

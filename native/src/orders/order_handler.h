@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +64,11 @@ struct HandlerConfig {
   JournalConfig journal;
   std::uint32_t order_capacity = 1 << 16;          // pooled order nodes (open orders at once)
   std::size_t expected_client_order_ids = 1 << 16;  // duplicate table sizing (a day's ids)
+  // Called at open() after each replayed record with the messages it
+  // produced again (Reject texts are empty: they are not journaled), so the
+  // session service can rebuild what a reconnecting client may ask to have
+  // resent. Feed events of the replay are in it too and must not be published.
+  std::function<void(const OutBuffer&)> on_replayed;
 };
 
 class OrderHandler final : private BookListener {

@@ -13,6 +13,8 @@ import { FormatRegistry, Kind, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import YAML from 'yaml';
 import { GatewayConfig } from './schema.js';
+import { validateOrdersConfig } from '../../orders/config.js';
+import { validateTokens } from '../sessions/entitlements.js';
 
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../../../config/default.yaml', import.meta.url));
 
@@ -191,6 +193,8 @@ function validate(config: Plain, origins: Map<string, string>): void {
         `engine.backoff.minParkNs: expected at most engine.backoff.maxParkNs (${cfg.engine.backoff.maxParkNs}), got ${cfg.engine.backoff.minParkNs}`,
       );
     }
+    const origin = (key: string): string => originOf(key, origins);
+    problems.push(...validateTokens(cfg.control.tokens, origin), ...validateOrdersConfig(cfg.orders, cfg.feeds, origin));
   }
   if (problems.length > 0) throw new ConfigError(problems);
 }

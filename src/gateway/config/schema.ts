@@ -4,6 +4,7 @@
 // key is reported rather than silently ignored.
 import { Type, type Static } from '@sinclair/typebox';
 import { FeedsConfig } from '../../feed/config.js';
+import { OrdersConfig, U64 } from '../../orders/config.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -54,11 +55,29 @@ export const EngineConfig = Type.Object(
   strict,
 );
 
+export const SessionRoleName = Type.Union([Type.Literal('trading'), Type.Literal('risk'), Type.Literal('recovery')], {
+  description: "one of 'trading', 'risk', 'recovery'",
+});
+
+// Entitlements (what POST /v1/sessions may open with this token): absent
+// means "none" for a read token and "everything" for an admin token; '*' is
+// every account / every channel.
 export const TokenConfig = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 64 }),
     scope: Type.Union([Type.Literal('read'), Type.Literal('admin')], { description: "'read' or 'admin'" }),
     token: Type.String({ minLength: 16, description: 'a secret of at least 16 characters' }),
+    roles: Type.Optional(Type.Array(SessionRoleName, { uniqueItems: true, description: 'session roles this token may open' })),
+    accounts: Type.Optional(
+      Type.Array(Type.Union([U64, Type.Literal('*')], { description: "an account (u64) or '*' (every account)" }), {
+        description: 'accounts its trading and risk sessions may use',
+      }),
+    ),
+    channels: Type.Optional(
+      Type.Array(Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal('*')], { description: "a feed channel id or '*'" }), {
+        description: 'feed channels its recovery sessions may ask for',
+      }),
+    ),
   },
   strict,
 );
@@ -124,6 +143,9 @@ export const GatewayConfig = Type.Object(
     // The feed's own schema (src/feed/config.ts), with its defaults: an empty
     // `feeds:` block is the embedded default (one channel, synthetic source).
     feeds: FeedsConfig,
+    // Order entry (src/orders/config.ts), with its defaults: enabled, eight
+    // instruments, four accounts, the journal under state.dir.
+    orders: OrdersConfig,
   },
   strict,
 );
@@ -132,3 +154,5 @@ export type GatewayConfig = Static<typeof GatewayConfig>;
 export type IdleStrategy = Static<typeof IdleStrategy>;
 export type SloConfig = Static<typeof SloConfig>;
 export type SloObjectiveConfig = Static<typeof SloObjectiveConfig>;
+export type TokenConfig = Static<typeof TokenConfig>;
+export type SessionRoleName = Static<typeof SessionRoleName>;

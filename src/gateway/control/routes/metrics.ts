@@ -74,6 +74,7 @@ export function createRegistry(state: GatewayState): Registry {
   deviceMetrics(registry, state);
   qpMetrics(registry, state);
   state.latency.exportTo(registry);
+  for (const add of state.metricSources) add(registry);
   state.slo.exportTo(registry);
   state.feeds?.exportMetrics?.(registry);
   state.sessions?.exportMetrics?.(registry);

@@ -1,0 +1,107 @@
+// One subscribed channel of a Subscriber: the arbiter's sink, and what turns
+// arbitrated frames into FEED_FRAME / FEED_GAP / FEED_SESSION records in
+// sequence order (docs/protocol.md 2.8, 2.11).
+//
+// Without a recovery connection a hole lost on every line is reported as a
+// FEED_GAP (unrecoverable) and delivery carries on. With one:
+//   gap       the range is queued and asked for (RetransmitRequest, at most
+//             max_request_messages at a time); live frames behind it are
+//             held (copied, at most buffer_frames) and delivered after the
+//             recovered ones, which go out as FEED_FRAMEs with the
+//             RETRANSMISSION flag (line 2 = recovery) and count as recovered.
+//   RANGE_GONE / UNKNOWN_SESSION
+//             the queued ranges are reported unrecoverable (FEED_GAP), then
+//             the channel resyncs from a snapshot.
+//   late join or a new session not starting at 1
+//             a snapshot first: SNAPSHOT-flagged FEED_FRAMEs, then live
+//             delivery resumes at last_sequence + 1 (held frames trimmed),
+//             with no gap.
+//   THROTTLED the request is repeated after retry_after_ns.
+//   no answer within request_timeout_ns, the connection failed, the held
+//             frames overflowed, or another status
+//             recovery gives up: the queued ranges are unrecoverable and
+//             the held frames are delivered.
+// Held frames are copies: recovery allocates; the live path does not.
+// One thread (the engine's).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/spsc_ring.h"
+#include "feed/arbiter.h"
+#include "feed/recovery_client.h"
+#include "feed/subscriber.h"
+
+namespace qpgate::feed {
+
+// FEED_FRAME line byte for frames that came over the recovery connection.
+inline constexpr std::uint8_t kRecoveryLine = 2;
+
+class SubscriberChannel final : public ArbiterSink {
+ public:
+  SubscriberChannel(const SubscriberChannelConfig& c, SubscriberChannelCounters& counters, SubscriberStats& all,
+                    std::uint32_t subscriber_id, RecoveryClient* client);
+
+  // ArbiterSink
+  void deliver(Line line, const ParsedFrame& frame, std::uint16_t skip) override;
+  void gap(std::uint64_t from, std::uint64_t count) override;
+  void session_change(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq) override;
+
+  // A reply for this channel (routed by its channel field).
+  void on_reply(const recovery::Reply& reply);
+  // Sends what is needed, delivers what can be, gives up on what waited too long.
+  void pump();
+  // When pump() must run again without traffic (0: not needed).
+  std::uint64_t deadline() const;
+
+  SubscriberChannelConfig config;
+  Arbiter arbiter;
+  SubscriberChannelCounters& counters;
+  // Set for the duration of Subscriber::do_work.
+  engine::SpscProducer* out = nullptr;
+  std::uint64_t receive_time_ns = 0;  // CLOCK_REALTIME
+  std::uint64_t now_ns = 0;           // CLOCK_MONOTONIC
+
+ private:
+  enum class Mode : std::uint8_t { kLive, kSnapshot };
+  enum class Source : std::uint8_t { kLive, kHeld, kRecovered };
+  struct Pending {
+    bool is_gap = false;
+    Line line = Line::kA;
+    std::uint64_t from = 0;   // gap
+    std::uint64_t count = 0;  // gap
+    std::uint64_t receive_ns = 0;
+    std::vector<std::uint8_t> frame;
+  };
+
+  bool recovering() const { return client_ != nullptr && (mode_ == Mode::kSnapshot || !pending_.empty()); }
+  void emit(std::uint8_t line, const ParsedFrame& frame, std::uint16_t min_skip, Source source, std::uint64_t receive_ns);
+  // Claims a record and writes its common head (subscriber id, channel); null when fromEngine is full (counted).
+  std::uint8_t* claim(std::int32_t type, std::int32_t length);
+  bool write_frame(std::uint8_t line, const ParsedFrame& frame, std::uint16_t skip, std::uint64_t receive_ns);
+  void unrecoverable(std::uint64_t from, std::uint64_t end);
+  void report_pending_gaps();
+  void give_up();
+  void overflowed();
+  bool waited_too_long() const;
+  void need(std::uint64_t since);
+  template <class Q>
+  void ask(Q& q);
+
+  SubscriberStats& stats_;
+  std::uint32_t subscriber_;
+  RecoveryClient* client_;
+  Mode mode_ = Mode::kLive;
+  std::uint32_t session_ = 0;
+  std::uint64_t next_emit_ = 0;  // next sequence to deliver; 0 = not synced (take the next frame as is)
+  std::deque<Pending> pending_;  // held frames and queued gaps, in sequence order
+  std::size_t held_frames_ = 0;
+  std::uint64_t outstanding_ = 0;  // request id awaiting its reply (0: none)
+  std::uint64_t sent_at_ = 0;
+  std::uint64_t need_since_ = 0;   // when the current need arose (waiting for a connection)
+  std::uint64_t retry_at_ = 0;     // THROTTLED: not before
+};
+
+}  // namespace qpgate::feed

@@ -1,0 +1,97 @@
+#include "orders/order_agent.h"
+
+#include <algorithm>
+
+#include "engine/clock.h"
+#include "engine/command_agent.h"
+#include "feed/feed_agent.h"
+
+namespace qpgate::orders {
+namespace {
+
+thread_local OrderAgent* t_current = nullptr;
+
+std::unique_ptr<engine::Agent> make_order_agent() { return std::make_unique<OrderAgent>(); }
+
+// While sessions wait for a group commit or hold messages, come back soon
+// even if nothing wakes the engine (the journal's delay is in microseconds).
+constexpr std::uint64_t kBusyRecheckNs = 50'000;
+
+PublishOutcome publish_on_feed(std::uint32_t publisher_id, std::uint16_t channel, std::span<const std::uint8_t> message,
+                               std::uint64_t enqueue_ns) {
+  feed::FeedAgent* f = feed::FeedAgent::of_current_engine();
+  feed::Publisher* p = f == nullptr ? nullptr : f->publisher(publisher_id);
+  if (p == nullptr) return PublishOutcome::kFailed;
+  switch (p->publish(channel, message, 1, enqueue_ns)) {
+    case feed::PublishStatus::kOk: return PublishOutcome::kPublished;
+    case feed::PublishStatus::kRetry: return PublishOutcome::kRetry;
+    default: return PublishOutcome::kFailed;  // unknown channel, malformed, too large: counted by both sides
+  }
+}
+
+}  // namespace
+
+void OrderAgent::register_extension() { engine::CommandAgent::register_extension(kExtensionName, &make_order_agent); }
+
+OrderAgent* OrderAgent::of_current_engine() { return t_current; }
+
+OrderAgent::OrderAgent() = default;
+OrderAgent::~OrderAgent() = default;
+
+void OrderAgent::on_start(engine::AgentContext& context) {
+  context_ = &context;
+  t_current = this;
+}
+
+void OrderAgent::on_close() {
+  // The engine stops: journals are flushed and sessions closed now.
+  const std::uint64_t now = engine::monotonic_ns();
+  for (auto& [id, s] : services_) s->close(now);
+  services_.clear();
+  if (t_current == this) t_current = nullptr;
+  context_ = nullptr;
+}
+
+int OrderAgent::do_work(std::uint64_t now_ns) {
+  int work = 0;
+  bool busy = false;
+  for (auto& [id, s] : services_) {
+    work += s->do_work(now_ns);
+    busy = busy || s->counters().pending.get() != 0 || s->market_data().queued() != 0 || s->session_count() != 0;
+  }
+  // Completions have no fd here (the soft device is driven by its own agent,
+  // ibv CQs are polled): keep the engine from parking long while sessions exist.
+  if (busy && context_ != nullptr) context_->arm_deadline(now_ns + kBusyRecheckNs);
+  return work;
+}
+
+verbs::Result<std::uint32_t> OrderAgent::add_service(verbs::Device& device, ServiceConfig config) {
+  const std::uint32_t publisher = config.feed_publisher_id;
+  auto s = OrderService::open(device, std::move(config));
+  if (!s.ok()) return s.error();
+  if (publisher != 0) {
+    (*s)->set_market_data_sink([publisher](std::uint16_t channel, std::span<const std::uint8_t> m, std::uint64_t t) {
+      return publish_on_feed(publisher, channel, m, t);
+    });
+  }
+  const std::uint32_t id = next_id_++;
+  services_.emplace_back(id, std::move(*s));
+  return id;
+}
+
+bool OrderAgent::remove_service(std::uint32_t id) {
+  auto it = std::find_if(services_.begin(), services_.end(), [&](const auto& e) { return e.first == id; });
+  if (it == services_.end()) return false;
+  it->second->close(engine::monotonic_ns());
+  services_.erase(it);
+  return true;
+}
+
+OrderService* OrderAgent::service(std::uint32_t id) const {
+  for (const auto& [i, s] : services_) {
+    if (i == id) return s.get();
+  }
+  return nullptr;
+}
+
+}  // namespace qpgate::orders

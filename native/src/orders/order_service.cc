@@ -1,0 +1,316 @@
+#include "orders/order_service.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "engine/clock.h"
+
+namespace qpgate::orders {
+
+std::string validate(const ServiceConfig& c) {
+  auto range = [](const char* name, std::uint32_t v, std::uint32_t lo, std::uint32_t hi) -> std::string {
+    if (v >= lo && v <= hi) return "";
+    return std::string{name} + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+           std::to_string(v);
+  };
+  for (const std::string& e : {range("recvDepth", c.recv_depth, 1, 16384), range("sendDepth", c.send_depth, 1, 16384),
+                               range("maxMessageBytes", c.max_message_bytes, 16, kMaxMessageBytes),
+                               range("backPressureMessages", c.back_pressure_messages, 1, 1u << 24),
+                               range("resendCapacity", c.resend_capacity, 1, 1u << 20)}) {
+    if (!e.empty()) return e;
+  }
+  if (c.handler.journal.path.empty()) return "journal.path must be a non-empty path";
+  if (c.handler.instruments.empty()) return "instruments must list at least one instrument";
+  for (std::size_t i = 0; i < c.handler.instruments.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.handler.instruments[j].book.instrument_id == c.handler.instruments[i].book.instrument_id) {
+        return "instruments[" + std::to_string(i) + "].id " + std::to_string(c.handler.instruments[i].book.instrument_id) +
+               " is listed twice";
+      }
+    }
+  }
+  for (std::size_t i = 0; i < c.handler.accounts.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.handler.accounts[j].account == c.handler.accounts[i].account) {
+        return "accounts[" + std::to_string(i) + "].account " + std::to_string(c.handler.accounts[i].account) +
+               " is listed twice";
+      }
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// The GID the gateway's sessions leave from: the configured index, else the
+// first IPv4-mapped entry (RoCEv2 over IPv4), else the first set entry.
+verbs::Result<std::pair<verbs::Gid, std::uint8_t>> choose_gid(verbs::Device& device, int index) {
+  auto table = device.query_gid_table(1);
+  if (!table.ok()) return table.error();
+  const std::vector<verbs::Gid>& gids = *table;
+  if (index >= 0) {
+    if (static_cast<std::size_t>(index) >= gids.size() || gids[static_cast<std::size_t>(index)].is_zero()) {
+      return verbs::Error{EINVAL, "GID index " + std::to_string(index) + " is not set on port 1"};
+    }
+    return std::pair{gids[static_cast<std::size_t>(index)], static_cast<std::uint8_t>(index)};
+  }
+  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
+    if (gids[i].is_ipv4_mapped()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
+  }
+  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
+    if (!gids[i].is_zero()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
+  }
+  return verbs::Error{ENODEV, "port 1 has no GID"};
+}
+
+}  // namespace
+
+OrderService::OrderService(verbs::Device& device, ServiceConfig config)
+    : device_(device), config_(std::move(config)), market_data_(config_.feeds) {}
+
+verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& device, ServiceConfig config) {
+  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, e};
+  std::unique_ptr<OrderService> s{new OrderService(device, std::move(config))};
+  auto gid = choose_gid(device, s->config_.gid_index);
+  if (!gid.ok()) return gid.error();
+  s->gid_ = gid->first;
+  s->gid_index_ = gid->second;
+  if (auto port = device.query_port(1); port.ok()) s->port_mtu_ = port->active_mtu;
+
+  HandlerConfig hc = s->config_.handler;
+  hc.sessions.clear();
+  OrderService* raw = s.get();
+  hc.on_replayed = [raw](const OutBuffer& out) {
+    for (const OutMessage& m : out.messages()) {
+      if (m.app_seq != 0) raw->store(m.session).put(m.app_seq, out.bytes_of(m));
+    }
+  };
+  std::string error;
+  s->handler_ = OrderHandler::open(hc, error);
+  if (!s->handler_) return verbs::Error{EINVAL, "journal " + s->config_.handler.journal.path + ": " + error};
+  return s;
+}
+
+OrderService::~OrderService() { close(engine::monotonic_ns()); }
+
+ResendStore& OrderService::store(std::uint32_t session) {
+  auto& p = stores_[session];
+  if (!p) p = std::make_unique<ResendStore>(config_.resend_capacity);
+  return *p;
+}
+
+RcSession* OrderService::session(std::uint32_t id) const noexcept {
+  for (const auto& s : sessions_) {
+    if (s->id() == id) return s.get();
+  }
+  return nullptr;
+}
+
+verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& req, std::uint64_t now_ns) {
+  const std::string who = "session " + std::to_string(req.session);
+  if (req.session == 0) return verbs::Error{EINVAL, "session must be a non-zero id"};
+  if (req.remote.qpn == 0 || req.remote.qpn > 0xFFFFFFu) return verbs::Error{EINVAL, who + ": remote.qpn must be in 1..16777215"};
+  if (req.remote.psn > 0xFFFFFFu) return verbs::Error{EINVAL, who + ": remote.psn must be a 24-bit number"};
+  for (const std::uint64_t a : req.accounts) {
+    if (handler_->risk().find(a) == nullptr) return verbs::Error{EINVAL, who + ": account " + std::to_string(a) + " is not configured"};
+  }
+  if (RcSession* old = session(req.session)) {
+    if (!old->disconnected) return verbs::Error{EEXIST, who + " is already connected"};
+    close_session(req.session, now_ns);
+  }
+  RcSessionConfig rc{req.session,        req.role,          req.accounts,
+                     req.remote,         config_.recv_depth, config_.send_depth,
+                     config_.max_message_bytes, config_.rc};
+  rc.params.psn = verbs::random_psn();
+  rc.params.mtu = static_cast<verbs::Mtu>(
+      std::min(static_cast<std::uint8_t>(req.remote.mtu), static_cast<std::uint8_t>(port_mtu_)));
+  rc.params.sgid_index = gid_index_;
+  auto opened = RcSession::open(device_, handler_->risk(), rc);
+  if (!opened.ok()) return opened.error();
+  std::unique_ptr<RcSession> s = std::move(*opened);
+  if (req.role == SessionRole::kTrading) {
+    handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
+  }
+  store(req.session);
+  s->next_state_check_ns = now_ns + kStateCheckNs;
+  SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
+  sessions_.push_back(std::move(s));
+  return a;
+}
+
+bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns) {
+  const auto it = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s->id() == id; });
+  if (it == sessions_.end()) return false;
+  if (!(*it)->disconnected) lose(**it, now_ns);
+  sessions_.erase(it);
+  return true;
+}
+
+std::vector<SessionInfo> OrderService::sessions() const {
+  std::vector<SessionInfo> out;
+  for (const auto& s : sessions_) {
+    out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
+                              s->received_count, s->sent_count, s->held_receives(), s->disconnected});
+  }
+  return out;
+}
+
+void OrderService::close(std::uint64_t now_ns) {
+  if (!handler_) return;
+  while (!sessions_.empty()) close_session(sessions_.back()->id(), now_ns);
+  handler_->flush();
+}
+
+void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
+  s.disconnected = true;
+  s.greeted = false;
+  s.out().clear();
+  s.to_error();
+  counters_.disconnects.add();
+  out_.clear();
+  handler_->on_disconnect(s.id(), now_ns, out_);
+  absorb(0, 0, now_ns);
+  out_.clear();
+}
+
+std::size_t OrderService::pending() const noexcept {
+  std::size_t n = 0;
+  for (const auto& s : sessions_) n += s->out().size();
+  return n;
+}
+
+void OrderService::queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable,
+                                 std::uint64_t recv_ns) {
+  OrderMessage m;
+  const Welcome* w = decode(bytes, m).ok() ? std::get_if<Welcome>(&m) : nullptr;
+  if (w == nullptr) {  // SEQUENCE_AHEAD: nothing else follows
+    s.out().push(0, durable, recv_ns, bytes);
+    return;
+  }
+  // What is queued already is in the resend range: the Welcome goes first.
+  s.out().drop_sequenced();
+  s.out().push(0, durable, 0, bytes);
+  const ResendStore& st = store(s.id());
+  std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
+  if (from <= w->app_seq && (st.first() == 0 || from < st.first())) {
+    const std::uint64_t kept_from = st.first() == 0 ? w->app_seq + 1 : st.first();
+    counters_.resend_gaps.add(std::min(kept_from, w->app_seq + 1) - from);
+    from = kept_from;
+  }
+  for (std::uint64_t seq = from; seq <= w->app_seq; ++seq) {
+    const auto b = st.get(seq);
+    if (b.empty()) {
+      counters_.resend_gaps.add();
+      continue;
+    }
+    s.out().push(seq, durable, 0, b);
+  }
+  s.greeted = true;
+}
+
+void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns) {
+  const std::uint64_t durable = out_.durable_position();
+  bool answered = false;
+  for (const OutMessage& m : out_.messages()) {
+    const auto bytes = out_.bytes_of(m);
+    if (m.app_seq != 0) store(m.session).put(m.app_seq, bytes);
+    RcSession* s = session(m.session);
+    if (s == nullptr || s->disconnected) continue;  // kept in its store for the next Hello
+    // The first message to the sender is the answer to its request.
+    const std::uint64_t latency_from = !answered && m.session == from ? recv_ns : 0;
+    if (m.session == from) answered = true;
+    if (m.app_seq == 0) {
+      queue_welcome(*s, bytes, durable, 0);
+    } else if (s->greeted) {
+      s->out().push(m.app_seq, durable, latency_from, bytes);
+    }
+  }
+  if (config_.feed_publisher_id != 0 && (!out_.trades().empty() || !out_.level_changes().empty())) {
+    market_data_.absorb(out_, durable, now_ns, engine::realtime_ns(), *handler_);
+  }
+}
+
+int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
+  verbs::Wc wcs[kPollBatch];
+  auto polled = s.poll(wcs);
+  if (!polled.ok()) {
+    counters_.cq_overflows.add();
+    lose(s, now_ns);
+    return 1;
+  }
+  const std::size_t n = *polled;
+  if (n == 0) return 0;
+  const std::uint64_t seen = engine::monotonic_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    const verbs::Wc& wc = wcs[i];
+    if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
+      // The QP is in ERR: the rest of the batch are flushes.
+      lose(s, now_ns);
+      break;
+    }
+    if (RcSession::is_send(wc)) {
+      s.send_completed();
+      continue;
+    }
+    ++s.received_count;
+    counters_.received.add();
+    out_.clear();
+    handler_->on_message(s.id(), s.received(wc), now_ns, out_);
+    s.release_receive(wc);
+    absorb(s.id(), seen, now_ns);
+  }
+  out_.clear();
+  return static_cast<int>(n);
+}
+
+int OrderService::post_ready() {
+  const std::uint64_t durable = handler_->durable_position();
+  int work = 0;
+  for (const auto& sp : sessions_) {
+    RcSession& s = *sp;
+    if (s.disconnected) continue;
+    OutQueue& q = s.out();
+    if (q.empty() || q.front().durable > durable || s.free_send_slots() == 0) continue;
+    const std::uint64_t now = engine::monotonic_ns();
+    while (!q.empty() && s.free_send_slots() > 0 && q.front().durable <= durable) {
+      const PendingMessage& m = q.front();
+      s.stage_send(m.view());
+      if (m.recv_ns != 0 && now >= m.recv_ns) ack_latency_.record(now - m.recv_ns);
+      q.pop();
+      ++s.sent_count;
+      counters_.sent.add();
+      ++work;
+    }
+    if (!s.flush_sends().ok()) counters_.send_errors.add();  // the QP is leaving RTS: its completions say so
+  }
+  return work;
+}
+
+int OrderService::do_work(std::uint64_t now_ns) {
+  int work = 0;
+  for (std::size_t i = 0; i < sessions_.size(); ++i) {
+    RcSession& s = *sessions_[i];
+    if (!s.disconnected) work += poll_session(s, now_ns);
+  }
+  if (handler_->poll(now_ns)) ++work;
+  work += post_ready();
+  if (config_.feed_publisher_id != 0) {
+    work += static_cast<int>(market_data_.publish_ready(handler_->durable_position(), &sink_));
+  }
+  const std::size_t waiting = pending();
+  counters_.pending.set(waiting);
+  const bool pressed = waiting > config_.back_pressure_messages;
+  if (pressed && !back_pressured_) counters_.back_pressure_events.add();
+  back_pressured_ = pressed;
+  for (const auto& s : sessions_) {
+    if (s->disconnected) continue;
+    if (!pressed) work += static_cast<int>(s->repost_receives());
+    if (now_ns >= s->next_state_check_ns) {
+      s->next_state_check_ns = now_ns + kStateCheckNs;
+      if (s->state() != verbs::QpState::RTS) lose(*s, now_ns);
+    }
+  }
+  return work;
+}
+
+}  // namespace qpgate::orders

@@ -1,0 +1,153 @@
+// One order-entry service: an OrderHandler (books, journal, risk) and the RC
+// sessions that reach it, driven by the engine's duty cycle (order_agent.h).
+//
+//   do_work: poll every session's CQ in batches (no waiting) → on_message →
+//   handler.poll (group commit) → post the SENDs whose journal records are
+//   durable → publish the durable trades/book changes on the feed → re-post
+//   receives unless back-pressured (more than `back_pressure_messages` waiting
+//   to be posted: clients then meet RNR NAKs; nothing acknowledged is dropped).
+//
+// A session whose QP leaves RTS (an error completion, a failed post, a
+// periodic state check, or close_session) is "lost": on_disconnect runs once
+// (cancel-on-disconnect if configured). Its sequenced messages — and those
+// made while it is away — stay in its ResendStore; on the next connection's
+// Hello the handler answers Welcome and the service resends from the store
+// what came after the client's last_app_seq.
+//
+// Ack latency: from the batch's receive completions seen (monotonic clock
+// read right after the poll) to the answer's SEND posted, in a
+// LatencyHistogram (no allocation).
+//
+// Engine thread only, except the counters and histogram (relaxed atomics).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/counters.h"
+#include "metrics/latency_histogram.h"
+#include "orders/market_data.h"
+#include "orders/order_handler.h"
+#include "orders/rc_session.h"
+#include "orders/resend_store.h"
+
+namespace qpgate::orders {
+
+struct ServiceConfig {
+  HandlerConfig handler;               // sessions come from open_session; on_replayed is the service's
+  std::vector<InstrumentFeed> feeds;   // channel and depth per instrument (used with a feed publisher)
+  std::uint32_t feed_publisher_id = 0; // 0 = trades and book changes are not published
+  std::uint32_t recv_depth = 256;
+  std::uint32_t send_depth = 256;
+  std::uint32_t max_message_bytes = 512;
+  std::uint32_t back_pressure_messages = 1024;
+  std::uint32_t resend_capacity = 4096;  // sequenced messages kept per session for Hello resends
+  int gid_index = -1;                    // -1: the first IPv4-mapped GID of port 1 (else the first set one)
+  verbs::RcParams rc;                    // timers and hop limit; psn, mtu, access and sgid_index are per session
+};
+
+// "" when valid, else what is wrong (naming the field).
+std::string validate(const ServiceConfig& config);
+
+struct SessionRequest {
+  std::uint32_t session = 0;
+  SessionRole role = SessionRole::kTrading;
+  std::vector<std::uint64_t> accounts;
+  ThrottleConfig throttle;
+  bool cancel_on_disconnect = true;
+  verbs::RcPeer remote;
+};
+
+struct SessionAnswer {
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;
+  verbs::Gid gid;
+  verbs::Mtu mtu = verbs::Mtu::MTU_1024;
+  std::vector<RegionGrant> regions;
+};
+
+struct SessionInfo {
+  std::uint32_t session = 0;
+  SessionRole role = SessionRole::kTrading;
+  std::uint32_t qpn = 0;
+  verbs::QpState state = verbs::QpState::RESET;
+  std::uint64_t last_app_seq = 0;
+  std::uint64_t received = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t rnr_held = 0;  // receives consumed and not re-posted (back-pressure)
+  bool disconnected = false;
+};
+
+struct ServiceCounters {
+  engine::SingleWriterCounter received;             // SENDs received
+  engine::SingleWriterCounter sent;                 // SENDs posted
+  engine::SingleWriterCounter send_errors;          // posts refused
+  engine::SingleWriterCounter disconnects;          // sessions lost (any cause)
+  engine::SingleWriterCounter back_pressure_events; // times receives stopped being re-posted
+  engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
+  engine::SingleWriterCounter cq_overflows;
+  engine::SingleWriterCounter pending;              // messages waiting to be posted (gauge)
+};
+
+class OrderService {
+ public:
+  static verbs::Result<std::unique_ptr<OrderService>> open(verbs::Device& device, ServiceConfig config);
+  ~OrderService();
+  OrderService(const OrderService&) = delete;
+  OrderService& operator=(const OrderService&) = delete;
+
+  // EEXIST if the session is connected; EINVAL for a bad request (naming it).
+  verbs::Result<SessionAnswer> open_session(const SessionRequest& request, std::uint64_t now_ns);
+  bool close_session(std::uint32_t session, std::uint64_t now_ns);
+  std::vector<SessionInfo> sessions() const;
+
+  int do_work(std::uint64_t now_ns);
+  // Flushes the journal and closes every session (cancel-on-disconnect applies).
+  void close(std::uint64_t now_ns);
+
+  // Where durable trades and book changes go (the agent sets the FeedAgent's publisher).
+  void set_market_data_sink(MarketDataSink sink) { sink_ = std::move(sink); }
+
+  const ServiceConfig& config() const noexcept { return config_; }
+  OrderHandler& handler() noexcept { return *handler_; }
+  const ServiceCounters& counters() const noexcept { return counters_; }
+  const metrics::LatencyHistogram& ack_latency() const noexcept { return ack_latency_; }
+  const MarketData& market_data() const noexcept { return market_data_; }
+  RcSession* session(std::uint32_t id) const noexcept;
+  std::size_t session_count() const noexcept { return sessions_.size(); }
+
+ private:
+  static constexpr std::size_t kPollBatch = 32;
+  static constexpr std::uint64_t kStateCheckNs = 10'000'000;
+
+  OrderService(verbs::Device& device, ServiceConfig config);
+
+  ResendStore& store(std::uint32_t session);
+  // Routes what the handler put in out_ for one input from `from` (0 = none).
+  void absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns);
+  void queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable, std::uint64_t recv_ns);
+  void lose(RcSession& s, std::uint64_t now_ns);
+  int poll_session(RcSession& s, std::uint64_t now_ns);
+  int post_ready();
+  std::size_t pending() const noexcept;
+
+  verbs::Device& device_;
+  ServiceConfig config_;
+  verbs::Gid gid_;
+  std::uint8_t gid_index_ = 0;
+  verbs::Mtu port_mtu_ = verbs::Mtu::MTU_4096;
+  std::unique_ptr<OrderHandler> handler_;
+  std::vector<std::unique_ptr<RcSession>> sessions_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<ResendStore>> stores_;
+  OutBuffer out_;
+  MarketData market_data_;
+  MarketDataSink sink_;
+  bool back_pressured_ = false;
+  ServiceCounters counters_;
+  metrics::LatencyHistogram ack_latency_;
+};
+
+}  // namespace qpgate::orders

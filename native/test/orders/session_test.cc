@@ -1,0 +1,415 @@
+// Order entry over RC sessions on real UDP loopback with soft devices: the
+// OrderService (the engine agent's duty cycle) driven by hand, clients with
+// their own devices and QPs doing the handshake through the service API.
+// Addresses 127.66.<test>.x, one set per test.
+#include <gtest/gtest.h>
+
+#include <protozero/pbf_reader.hpp>
+
+#include <algorithm>
+
+#include "feed/frame.h"
+#include "session_support.h"
+
+namespace qpgate::orders::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<std::uint64_t> app_seqs(const Client& c) {
+  std::vector<std::uint64_t> out;
+  for (const auto& g : c.received) {
+    if (const std::uint64_t s = app_seq_of(g->message); s != 0) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> one_to(std::uint64_t n) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t i = 1; i <= n; ++i) v.push_back(i);
+  return v;
+}
+
+const RegionGrant* grant(const SessionAnswer& a, const std::string& name, std::uint64_t account) {
+  for (const RegionGrant& g : a.regions) {
+    if (g.name == name && g.account == account) return &g;
+  }
+  return nullptr;
+}
+
+// Market data the service published, as (type, body) pairs.
+struct Published {
+  std::uint16_t channel;
+  std::uint16_t type;
+  std::uint16_t key;
+  std::uint8_t action;
+  std::vector<std::uint8_t> body;
+};
+
+TEST(OrderSessions, HandshakeThenAcksAndFillsOnBothSidesWithConsecutiveAppSeqs) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.feed_publisher_id = 1;
+  cfg.feeds.push_back(InstrumentFeed{kInstrument, 3, 2});
+  Gateway gw("127.66.1.1", cfg);
+  ASSERT_TRUE(gw.service);
+  std::vector<Published> published;
+  gw.service->set_market_data_sink([&](std::uint16_t channel, std::span<const std::uint8_t> m, std::uint64_t) {
+    const feed::MessageHeaderView h(m.data());
+    EXPECT_EQ(h.length(), m.size());
+    published.push_back(Published{channel, h.type(), h.key(), h.action(),
+                                  std::vector<std::uint8_t>(m.begin() + feed::kMessageHeaderBytes, m.end())});
+    return PublishOutcome::kPublished;
+  });
+  Client a("127.66.1.2"), b("127.66.1.3");
+  auto aa = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
+  ASSERT_TRUE(aa.ok()) << aa.error().message;
+  auto ab = b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB});
+  ASSERT_TRUE(ab.ok()) << ab.error().message;
+  EXPECT_EQ(aa->gid, gw.device->gid());
+  EXPECT_EQ(aa->mtu, verbs::Mtu::MTU_1024);
+  // A trading session is granted its accounts' local-owned page, read-only.
+  ASSERT_EQ(aa->regions.size(), 1u);
+  EXPECT_EQ(aa->regions[0].name, "risk.local");
+  EXPECT_EQ(aa->regions[0].account, kAccountA);
+  EXPECT_EQ(aa->regions[0].access, verbs::AccessFlags(verbs::Access::REMOTE_READ));
+
+  a.send(Hello{0});
+  b.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.received.size() == 1 && b.received.size() == 1; }));
+  ASSERT_NE(a.received[0]->as<Welcome>(), nullptr);
+  EXPECT_EQ(a.received[0]->as<Welcome>()->app_seq, 0u);
+  EXPECT_EQ(a.received[0]->as<Welcome>()->resend_from, 1u);
+
+  for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 100 + 5 * static_cast<std::int64_t>(i), 10));
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.all<Ack>().size() == 3; }));
+  b.send(sell(1, 105, 15));  // crosses 115 (10) and 110 (5)
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.all<Fill>().size() == 2 && b.all<Fill>().size() == 2; }));
+
+  EXPECT_EQ(app_seqs(a), one_to(5));  // 3 acks, 2 fills
+  EXPECT_EQ(app_seqs(b), one_to(3));  // ack, 2 fills
+  const auto fa = a.all<Fill>();
+  EXPECT_EQ(fa[0]->client_order_id, 3u);
+  EXPECT_EQ(fa[0]->price, 115);
+  EXPECT_EQ(fa[0]->quantity, 10);
+  EXPECT_EQ(fa[1]->client_order_id, 2u);
+  EXPECT_EQ(fa[1]->quantity, 5);
+  EXPECT_EQ(fa[1]->leaves_quantity, 5);
+  const auto fb = b.all<Fill>();
+  EXPECT_EQ(fb[1]->leaves_quantity, 0);
+  EXPECT_EQ(fb[0]->liquidity, Liquidity::kTaker);
+
+  EXPECT_EQ(gw.service->counters().received.get(), 6u);
+  EXPECT_EQ(gw.service->counters().sent.get(), 10u);
+  EXPECT_EQ(gw.service->ack_latency().total(), 4u);  // 4 answers to orders
+  const auto infos = gw.service->sessions();
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].state, verbs::QpState::RTS);
+  EXPECT_EQ(infos[0].last_app_seq, 5u);
+  EXPECT_EQ(infos[0].received, 4u);
+
+  // The feed got two trades and the level changes of a depth-2 book on channel 3.
+  gw.run_until({&a, &b}, [&] { return gw.service->market_data().queued() == 0; });
+  std::vector<const Published*> trades, levels;
+  for (const auto& p : published) {
+    EXPECT_EQ(p.channel, 3);
+    (p.type == 4 ? trades : levels).push_back(&p);
+  }
+  ASSERT_EQ(trades.size(), 2u);
+  protozero::pbf_reader t(reinterpret_cast<const char*>(trades[0]->body.data()), trades[0]->body.size());
+  std::int64_t price = 0, size = 0;
+  std::int32_t aggressor = 0;
+  while (t.next()) {
+    switch (t.tag()) {
+      case 2: price = t.get_int64(); break;
+      case 3: size = t.get_int64(); break;
+      case 4: aggressor = t.get_enum(); break;
+      default: t.skip();
+    }
+  }
+  EXPECT_EQ(price, 115);
+  EXPECT_EQ(size, 10);
+  EXPECT_EQ(aggressor, 2);  // the seller aggressed
+  // Bids after the three orders: level 0 = 115, level 1 = 110 (depth 2: 105 not shown);
+  // after the sweep: level 0 = 110 (5 left), level 1 = 105.
+  ASSERT_FALSE(levels.empty());
+  const Published* last = levels.back();
+  EXPECT_EQ(last->type, 5);
+  EXPECT_EQ(last->key, feed::book_key(false, 1));
+  EXPECT_EQ(last->action, static_cast<std::uint8_t>(feed::BookAction::kModify));
+  EXPECT_EQ(gw.service->market_data().counters().unpublished.get(), 0u);
+}
+
+TEST(OrderSessions, CloseCancelsRestingOrdersAndTheSameSessionResumesAfterHello) {
+  TempDir dir;
+  Gateway gw("127.66.2.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.2.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  a.send(Hello{0});
+  a.send(buy(1, 100, 10));
+  a.send(buy(2, 95, 10));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 2; }));
+  EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 2u);
+
+  EXPECT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  EXPECT_FALSE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
+  EXPECT_TRUE(gw.service->sessions().empty());
+
+  // A new QP for the same session: Hello with the last app_seq it processed.
+  Client again("127.66.2.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  again.send(Hello{2});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
+  const Welcome* w = again.received[0]->as<Welcome>();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->app_seq, 4u);
+  EXPECT_EQ(w->resend_from, 3u);
+  const auto cancels = again.all<CancelAck>();
+  ASSERT_EQ(cancels.size(), 2u);
+  EXPECT_EQ(cancels[0]->reason, CancelReason::kDisconnect);
+  EXPECT_EQ(cancels[0]->app_seq, 3u);
+  EXPECT_EQ(cancels[1]->app_seq, 4u);
+  again.send(buy(3, 100, 1));
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.all<Ack>().size() == 1; }));
+  EXPECT_EQ(again.all<Ack>()[0]->app_seq, 5u);
+
+  // While connected, the session id cannot be taken by another QP.
+  Client thief("127.66.2.4");
+  auto r = thief.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, EEXIST);
+  EXPECT_EQ(r.error().message, "session 1 is already connected");
+}
+
+TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.recv_depth = 4;
+  cfg.send_depth = 4;
+  cfg.back_pressure_messages = 2;
+  Gateway gw("127.66.3.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.3.2");
+  // The client reads slowly: two receives and no more for now.
+  a.repost = false;
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, true, 2).ok());
+  a.send(Hello{0});
+  constexpr std::uint64_t kOrders = 30;
+  for (std::uint64_t i = 1; i <= kOrders; ++i) a.send(buy(i, 100, 1));
+  auto held = [&] {
+    std::uint64_t n = 0;
+    for (const auto& s : gw.service->sessions()) n += s.rnr_held;
+    return n;
+  };
+  // The gateway's sends wait for the client, its queue passes the limit, and
+  // it stops re-posting receives.
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return gw.service->counters().back_pressure_events.get() >= 1 && held() > 0; }));
+  const std::uint64_t received = gw.service->counters().received.get();
+  const std::uint64_t rnr_before = a.soft_qp().counters().rcvd_rnr_err.get();
+  EXPECT_LT(received, kOrders + 1);
+  // The client keeps retrying against the receives it is refused: RNR NAKs, nothing taken in.
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.soft_qp().counters().rcvd_rnr_err.get() > rnr_before + 2; }))
+      << "the client met no RNR NAK under back-pressure";
+  EXPECT_EQ(gw.service->counters().received.get(), received);
+
+  // The client catches up: every order is answered once, in sequence.
+  a.repost = true;
+  a.post_receives(Client::kRecvSlots);
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == kOrders; }, 10s))
+      << a.all<Ack>().size() << " acks";
+  gw.run_for({&a}, 50ms);
+  EXPECT_EQ(a.all<Welcome>().size(), 1u);
+  EXPECT_EQ(app_seqs(a), one_to(kOrders));
+  EXPECT_EQ(a.count_sent_completions(), kOrders + 1);
+}
+
+TEST(OrderSessions, RiskAtomicsOnGrantedWordsChangeWhatTheOrderPathDoes) {
+  TempDir dir;
+  Gateway gw("127.66.4.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client trader("127.66.4.2"), risk("127.66.4.3");
+  ASSERT_TRUE(trader.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  auto ra = risk.handshake(*gw.service, 10, SessionRole::kRisk, {kAccountA});
+  ASSERT_TRUE(ra.ok()) << ra.error().message;
+  ASSERT_EQ(ra->regions.size(), 2u);
+  const RegionGrant* remote = grant(*ra, "risk.remote", kAccountA);
+  const RegionGrant* local = grant(*ra, "risk.local", kAccountA);
+  ASSERT_TRUE(remote && local);
+  EXPECT_EQ(remote->access, verbs::Access::REMOTE_ATOMIC | verbs::Access::REMOTE_READ | verbs::Access::LOCAL_WRITE);
+  EXPECT_EQ(remote->length, kRiskPageBytes);
+  EXPECT_EQ(local->access, verbs::AccessFlags(verbs::Access::REMOTE_READ));
+
+  trader.send(Hello{0});
+  trader.send(buy(1, 100, 10));  // open notional 1000
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return trader.all<Ack>().size() == 1; }));
+
+  // FETCH_ADD lowers the credit limit from 1e9 to 1500 (adding 1500 - 1e9 mod 2^64).
+  risk.atomic(verbs::WrOpcode::ATOMIC_FETCH_AND_ADD, remote->addr + RemoteOwnedWords::kCreditLimit, remote->rkey,
+              1500 - 1'000'000'000ULL);
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return risk.completions.size() == 1; }));
+  EXPECT_EQ(risk.completions[0].status, verbs::WcStatus::IBV_WC_SUCCESS);
+  EXPECT_EQ(risk.result_word(), 1'000'000'000u);
+  EXPECT_EQ(gw.service->handler().risk().find(kAccountA)->credit_limit(), 1500u);
+  trader.send(buy(2, 100, 6));  // 1000 + 600 > 1500
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return trader.all<Reject>().size() == 1; }));
+  EXPECT_EQ(trader.all<Reject>()[0]->reason, RejectReason::kCreditLimit);
+
+  // CMP_SWAP sets the kill switch: the next order is rejected KILL_SWITCH.
+  risk.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, remote->addr + RemoteOwnedWords::kKillSwitch, remote->rkey, 0, 1);
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return risk.completions.size() == 2; }));
+  EXPECT_EQ(risk.completions[1].status, verbs::WcStatus::IBV_WC_SUCCESS);
+  EXPECT_EQ(risk.result_word(), 0u);
+  trader.send(buy(3, 100, 1));
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return trader.all<Reject>().size() == 2; }));
+  EXPECT_EQ(trader.all<Reject>()[1]->reason, RejectReason::kKillSwitch);
+
+  // The locally maintained words are readable by RDMA READ: one open order of 1000.
+  risk.read(local->addr, local->rkey, 40);
+  ASSERT_TRUE(gw.run_until({&trader, &risk}, [&] { return risk.completions.size() == 3; }));
+  ASSERT_EQ(risk.completions[2].status, verbs::WcStatus::IBV_WC_SUCCESS);
+  std::uint64_t words[5];
+  std::memcpy(words, risk.result_bytes(), sizeof words);
+  EXPECT_EQ(words[LocalOwnedWords::kOpenNotional / 8], 1000u);
+  EXPECT_EQ(words[LocalOwnedWords::kOpenOrders / 8], 1u);
+  EXPECT_EQ(words[LocalOwnedWords::kVersion / 8] % 2, 0u);
+}
+
+TEST(OrderSessions, ARiskSessionCannotTouchAnAccountItIsNotEntitledTo) {
+  TempDir dir;
+  Gateway gw("127.66.5.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client risk_a("127.66.5.2"), risk_b("127.66.5.3");
+  auto ga = risk_a.handshake(*gw.service, 10, SessionRole::kRisk, {kAccountA});
+  auto gb = risk_b.handshake(*gw.service, 11, SessionRole::kRisk, {kAccountB});
+  ASSERT_TRUE(ga.ok() && gb.ok());
+  const RegionGrant* a_remote = grant(*ga, "risk.remote", kAccountA);
+  const RegionGrant* b_remote = grant(*gb, "risk.remote", kAccountB);
+  ASSERT_TRUE(a_remote && b_remote);
+  EXPECT_EQ(grant(*ga, "risk.remote", kAccountB), nullptr);
+  // B's address with B's rkey, sent on A's QP: the rkey belongs to another PD.
+  risk_a.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, b_remote->addr + RemoteOwnedWords::kKillSwitch, b_remote->rkey, 0, 1);
+  ASSERT_TRUE(gw.run_until({&risk_a, &risk_b}, [&] { return !risk_a.completions.empty(); }));
+  EXPECT_EQ(risk_a.completions[0].status, verbs::WcStatus::IBV_WC_REM_ACCESS_ERR);
+  EXPECT_FALSE(gw.service->handler().risk().find(kAccountB)->killed());
+  // B's address with A's rkey: out of the MR's bounds.
+  Client risk_a2("127.66.5.4");
+  auto ga2 = risk_a2.handshake(*gw.service, 12, SessionRole::kRisk, {kAccountA});
+  ASSERT_TRUE(ga2.ok());
+  const RegionGrant* a2_remote = grant(*ga2, "risk.remote", kAccountA);
+  risk_a2.atomic(verbs::WrOpcode::ATOMIC_FETCH_AND_ADD, b_remote->addr + RemoteOwnedWords::kCreditLimit,
+                 a2_remote->rkey, 5);
+  ASSERT_TRUE(gw.run_until({&risk_a2}, [&] { return !risk_a2.completions.empty(); }));
+  EXPECT_EQ(risk_a2.completions[0].status, verbs::WcStatus::IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(gw.service->handler().risk().find(kAccountB)->credit_limit(), 1'000'000'000u);
+  // The offending sessions were lost (their gateway QPs went to ERR); B's goes on.
+  ASSERT_TRUE(gw.run_until({&risk_a, &risk_b, &risk_a2}, [&] {
+    int lost = 0;
+    for (const auto& s : gw.service->sessions()) lost += s.disconnected ? 1 : 0;
+    return lost == 2;
+  }));
+  for (const auto& s : gw.service->sessions()) EXPECT_EQ(s.disconnected, s.session != 11) << s.session;
+}
+
+TEST(OrderSessions, ATradingSessionsAtomicIsARemoteAccessErrorAndCancelsItsOrders) {
+  TempDir dir;
+  Gateway gw("127.66.6.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.6.2");
+  auto ga = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
+  ASSERT_TRUE(ga.ok());
+  a.send(Hello{0});
+  a.send(buy(1, 100, 10));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 1; }));
+  const RegionGrant& local = ga->regions[0];
+  a.atomic(verbs::WrOpcode::ATOMIC_FETCH_AND_ADD, local.addr + LocalOwnedWords::kPosition, local.rkey, 1);
+  ASSERT_TRUE(gw.run_until({&a}, [&] {
+    return a.completions.size() > 2 && gw.service->sessions()[0].disconnected;
+  }));
+  const auto atomic = std::find_if(a.completions.begin(), a.completions.end(),
+                                   [](const verbs::Wc& wc) { return wc.wr_id == 2000000; });
+  ASSERT_NE(atomic, a.completions.end());
+  EXPECT_EQ(atomic->status, verbs::WcStatus::IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
+  EXPECT_EQ(gw.service->handler().risk().find(kAccountA)->position(), 0);
+  EXPECT_EQ(gw.service->sessions()[0].state, verbs::QpState::ERR);
+}
+
+TEST(OrderSessions, GarbageGetsARejectAndAnOversizeSendClosesThatSessionAlone) {
+  TempDir dir;
+  Gateway gw("127.66.7.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.7.2"), b("127.66.7.3");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
+  a.send(Hello{0});
+  b.send(Hello{0});
+  a.send_bytes({0xff, 0xff, 0xff});
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.all<Reject>().size() == 1 && b.received.size() == 1; }));
+  EXPECT_EQ(a.all<Reject>()[0]->reason, RejectReason::kMalformed);
+  EXPECT_EQ(a.all<Reject>()[0]->app_seq, 1u);
+  a.send_bytes(std::vector<std::uint8_t>(600, 0x08));  // over maxMessageBytes (512)
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return gw.service->sessions()[0].disconnected; }));
+  b.send(sell(1, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return b.all<Ack>().size() == 1; }));
+  EXPECT_FALSE(gw.service->sessions()[1].disconnected);
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
+}
+
+TEST(OrderSessions, ARestartKeepsAckedOrdersAndAppSeqsAndResendsWhatTheClientMissed) {
+  TempDir dir;
+  const ServiceConfig cfg = service_config(dir.file("journal"));
+  auto device = open_device("127.66.8.1");
+  ASSERT_TRUE(device);
+  auto drive = [&](OrderService& s, Client& c, const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + 3s;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
+      s.do_work(engine::monotonic_ns());
+      c.work();
+    }
+    return done();
+  };
+  {
+    auto s = OrderService::open(*device, cfg);
+    ASSERT_TRUE(s.ok());
+    Client a("127.66.8.2");
+    ASSERT_TRUE(a.handshake(**s, kSessionA, SessionRole::kTrading, {kAccountA}, /*cancel_on_disconnect=*/false).ok());
+    a.send(Hello{0});
+    a.send(buy(1, 100, 10));
+    a.send(buy(2, 95, 10));
+    ASSERT_TRUE(drive(**s, a, [&] { return a.all<Ack>().size() == 2; }));
+  }  // the gateway goes away (journal flushed, sessions closed)
+  auto s = OrderService::open(*device, cfg);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->handler().last_app_seq(kSessionA), 2u);
+  EXPECT_EQ((*s)->handler().book(kInstrument)->resting_orders(), 2u);
+  Client again("127.66.8.3");
+  ASSERT_TRUE(again.handshake(**s, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  again.send(Hello{1});         // it processed the first ack only
+  again.send(buy(1, 100, 10));  // and resends the order it was acked for: its first answer again
+  again.send(Cancel{3, 2, kInstrument});
+  ASSERT_TRUE(drive(**s, again, [&] { return again.received.size() == 4; }));
+  const Welcome* w = again.received[0]->as<Welcome>();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->app_seq, 2u);
+  EXPECT_EQ(w->resend_from, 2u);
+  const Ack* missed = again.received[1]->as<Ack>();
+  ASSERT_NE(missed, nullptr);
+  EXPECT_EQ(missed->app_seq, 2u);
+  EXPECT_EQ(missed->client_order_id, 2u);
+  const Ack* dup = again.received[2]->as<Ack>();
+  ASSERT_NE(dup, nullptr);
+  EXPECT_EQ(dup->app_seq, 1u);
+  EXPECT_TRUE(dup->possible_resend);
+  const CancelAck* c = again.received[3]->as<CancelAck>();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->app_seq, 3u);
+  EXPECT_EQ(c->orig_client_order_id, 2u);
+  EXPECT_EQ((*s)->counters().resend_gaps.get(), 0u);
+  EXPECT_EQ((*s)->handler().book(kInstrument)->resting_orders(), 1u);
+}
+
+}  // namespace
+}  // namespace qpgate::orders::test

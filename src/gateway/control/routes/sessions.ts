@@ -1,0 +1,313 @@
+// /v1/sessions: the one handshake for every RC session (trading, risk,
+// recovery), and the list of them (/work/contracts/sessions.md).
+//
+//   POST   /v1/sessions      open (a token entitled to the role, accounts, channels)
+//   GET    /v1/sessions      list (read)
+//   GET    /v1/sessions/:id  one (read)
+//   DELETE /v1/sessions/:id  close: the gateway QP goes to ERR (admin, or the token that opened it)
+//
+// The route authenticates and authorises, validates the body, gives the
+// session its id — stable for (token name, session name) across reconnects
+// and restarts, persisted before the answer — and hands the rest to the
+// provider registered for the role, which creates the QP, takes it to RTS
+// and answers with it and the memory regions the session may use.
+//
+// Statuses: 201 opened; 400 a bad body (the message names the field, what
+// was expected and what was given); 401 no or unknown token; 403 the token
+// is not entitled to the role, an account or a channel (named); 404 unknown
+// session (or the provider's: unknown feed, unknown account); 409 the name
+// is connected already; 503 no service for the role, or shutting down.
+import { isIP } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import type { ControlExtension, GatewayState } from '../../state.js';
+import { SessionIds } from '../../sessions/session-ids.js';
+import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
+import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../sessions/provider.js';
+import { U64_MAX } from '../../../orders/config.js';
+
+const U24 = 0xffffff;
+
+export const SessionOpenBody = Type.Object(
+  {
+    role: Type.Union([Type.Literal('trading'), Type.Literal('risk'), Type.Literal('recovery')], {
+      description: "one of 'trading', 'risk', 'recovery'",
+    }),
+    name: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$',
+      description: 'a session name: 1..64 of A-Z a-z 0-9 _ . : - (not starting with a symbol)',
+    }),
+    qpn: Type.Integer({ minimum: 1, maximum: U24, description: 'the client QP number: an integer 1..16777215 (24 bits)' }),
+    psn: Type.Integer({ minimum: 0, maximum: U24, description: 'the client first send PSN: an integer 0..16777215 (24 bits)' }),
+    gid: Type.String({ minLength: 2, maxLength: 45, description: "the client GID in IPv6 text form, e.g. '::ffff:127.0.0.1'" }),
+    mtu: Type.Union([256, 512, 1024, 2048, 4096].map((m) => Type.Literal(m)), { description: 'one of 256, 512, 1024, 2048, 4096' }),
+    accounts: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[1-9][0-9]{0,19}$', description: 'an account: a decimal u64 string, e.g. "1001"' }), {
+        maxItems: 64,
+        uniqueItems: true,
+        description: 'up to 64 distinct accounts, decimal u64 strings',
+      }),
+    ),
+    feed: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'a feed name' })),
+    channels: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0, maximum: 65535, description: 'a channel id 0..65535' }), {
+        maxItems: 1024,
+        uniqueItems: true,
+        description: 'distinct feed channel ids',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type SessionOpenBody = Static<typeof SessionOpenBody>;
+
+const BODY_FIELDS = Object.keys(SessionOpenBody.properties);
+
+/** The first problem with a value against a TypeBox schema, naming the field, the expectation and the value. */
+export function firstProblem(schema: TSchema, value: unknown, where: string): string | undefined {
+  const first = Value.Errors(schema, value).First();
+  if (first === undefined) return undefined;
+  const path = `${where}${first.path}`;
+  if (first.message.startsWith('Unexpected property')) return `${path}: unknown field; expected one of ${BODY_FIELDS.join(', ')}`;
+  if (first.message.startsWith('Expected required property')) return `${path}: required; expected ${first.schema.description ?? 'a value'}`;
+  if (first.path === '' && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    return `${where}: expected a JSON object, got ${describe(value)}`;
+  }
+  return `${path}: expected ${first.schema.description ?? first.message.replace(/^Expected /, '')}, got ${describe(first.value)}`;
+}
+
+const describe = (v: unknown): string => (v === undefined ? 'nothing' : JSON.stringify(v) ?? String(v));
+
+interface OpenSession {
+  id: number;
+  role: SessionRole;
+  token: string;
+  name: string;
+  provider: SessionProvider;
+  openedAt: string;
+  answer: SessionOpenAnswer;
+  accounts: bigint[];
+}
+
+const bad = (reply: FastifyReply, message: string) => reply.code(400).send({ error: 'bad_request', message });
+const forbidden = (reply: FastifyReply, message: string) => reply.code(403).send({ error: 'forbidden', message });
+const notFound = (reply: FastifyReply, message: string) => reply.code(404).send({ error: 'not_found', message });
+
+/** JSON with u64 values (bigints) as decimal strings. */
+export function jsonSafe(v: unknown): unknown {
+  if (typeof v === 'bigint') return v.toString();
+  if (Array.isArray(v)) return v.map(jsonSafe);
+  if (v !== null && typeof v === 'object') {
+    if (v instanceof Date) return v.toISOString();
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = jsonSafe(x);
+    return out;
+  }
+  return v;
+}
+
+export interface SessionsExtensionOptions {
+  /** Adds to the extension's summary (e.g. the order service's counters). */
+  summary?: () => Record<string, unknown>;
+}
+
+/**
+ * The sessions extension: /v1/sessions over the providers registered in
+ * `state.sessionProviders`, with ids kept in <state.dir>/sessions.json.
+ */
+export function sessionsExtension(state: GatewayState, options: SessionsExtensionOptions = {}): ControlExtension {
+  const ids = new SessionIds(state.config.state.dir);
+  const open = new Map<number, OpenSession>();
+  let accepting = true;
+  const log = state.logger.child({ component: 'sessions' });
+
+  const providerFor = (role: SessionRole): SessionProvider | undefined => state.sessionProviders.find((p) => p.roles.includes(role));
+  const infoOf = (id: number): SessionInfo | undefined => {
+    for (const p of state.sessionProviders) {
+      const found = p.list().find((s) => s.id === id);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const view = (s: SessionInfo) => {
+    const o = open.get(s.id);
+    const e = ids.get(s.id);
+    return jsonSafe({
+      ...s,
+      token: e?.token ?? null,
+      openedAt: o?.openedAt ?? null,
+      connected: isConnected(s),
+      accounts: o?.accounts ?? (s as { accounts?: unknown }).accounts ?? [],
+    });
+  };
+  const listAll = (): SessionInfo[] => state.sessionProviders.flatMap((p) => p.list()).sort((a, b) => a.id - b.id);
+
+  async function routes(app: FastifyInstance): Promise<void> {
+    app.post('/', { config: { scope: 'read' } }, async (request: FastifyRequest, reply: FastifyReply) => {
+      if (!accepting) return reply.code(503).send({ error: 'unavailable', message: 'the gateway is shutting down: no new sessions' });
+      const problem = firstProblem(SessionOpenBody, request.body, 'body');
+      if (problem) return bad(reply, problem);
+      const body = request.body as SessionOpenBody;
+      if (isIP(body.gid) !== 6) return bad(reply, `body/gid: expected an IPv6 address in text form, e.g. '::ffff:127.0.0.1', got ${JSON.stringify(body.gid)}`);
+      const accounts = (body.accounts ?? []).map((a) => BigInt(a));
+      const tooBig = accounts.find((a) => a > U64_MAX);
+      if (tooBig !== undefined) return bad(reply, `body/accounts: expected accounts of at most 2^64-1, got "${tooBig}"`);
+      if (body.role !== 'recovery' && accounts.length === 0) {
+        return bad(reply, `body/accounts: required for a ${body.role} session; expected at least one account, got ${describe(body.accounts)}`);
+      }
+      if (body.role !== 'recovery' && (body.feed !== undefined || body.channels !== undefined)) {
+        return bad(reply, `body/${body.feed !== undefined ? 'feed' : 'channels'}: only for recovery sessions, got it on a ${body.role} session`);
+      }
+      if (body.role === 'recovery' && body.accounts !== undefined) return bad(reply, 'body/accounts: only for trading and risk sessions, got it on a recovery session');
+
+      const principal = request.principal!;
+      const rights = entitlementsOf(state.config.control.tokens.find((t) => t.name === principal.name));
+      const who = `token "${principal.name}"`;
+      if (!rights.roles.has(body.role)) return forbidden(reply, `${who} is not entitled to role ${body.role}`);
+      const account = accounts.find((a) => !entitledAccount(rights, a));
+      if (account !== undefined) return forbidden(reply, `${who} is not entitled to account ${account}`);
+      const channels = body.channels ?? [];
+      const channel = channels.find((c) => !entitledChannel(rights, c));
+      if (channel !== undefined) return forbidden(reply, `${who} is not entitled to channel ${channel}`);
+
+      const provider = providerFor(body.role);
+      if (provider === undefined) {
+        return reply.code(503).send({ error: 'unavailable', message: `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway` });
+      }
+      const known = ids.find(principal.name, body.name);
+      if (known !== undefined) {
+        const info = infoOf(known.id);
+        if (info !== undefined && isConnected(info)) {
+          return reply.code(409).send({
+            error: 'conflict',
+            message: `session "${body.name}" (id ${known.id}) is connected already; close it first (DELETE /v1/sessions/${known.id})`,
+          });
+        }
+        // A session whose QP left RTS (the client went away): free it before reopening the name.
+        if (info !== undefined) closeSession(known.id, 'reopened');
+      }
+      const entry = ids.acquire(principal.name, body.name, body.role);
+      let answer: SessionOpenAnswer;
+      try {
+        answer = provider.open({
+          role: body.role,
+          id: entry.id,
+          name: body.name,
+          qpn: body.qpn,
+          psn: body.psn,
+          gid: body.gid,
+          mtu: body.mtu,
+          accounts,
+          ...(body.feed !== undefined ? { feed: body.feed } : {}),
+          channels,
+        });
+      } catch (err) {
+        if (err instanceof SessionError) {
+          return reply.code(err.status).send({ error: ERROR_NAMES[err.status], message: err.message });
+        }
+        throw err;
+      }
+      open.set(entry.id, {
+        id: entry.id,
+        role: body.role,
+        token: principal.name,
+        name: body.name,
+        provider,
+        openedAt: new Date().toISOString(),
+        answer,
+        accounts,
+      });
+      log.info({ id: entry.id, role: body.role, name: body.name, token: principal.name, qpn: answer.qpn, peerQpn: body.qpn }, 'session opened');
+      return reply.code(201).send(
+        jsonSafe({
+          id: entry.id,
+          role: body.role,
+          name: body.name,
+          accounts,
+          ...(body.role === 'recovery' ? { feed: body.feed ?? null, channels } : {}),
+          qpn: answer.qpn,
+          psn: answer.psn,
+          gid: answer.gid,
+          mtu: answer.mtu,
+          regions: answer.regions,
+          ...(answer.layout !== undefined ? { layout: answer.layout } : {}),
+        }),
+      );
+    });
+
+    // The risk pages' layout (word names, offsets within each page, meanings) without opening a session.
+    app.get('/risk-layout', async (_request, reply) => {
+      const provider = state.sessionProviders.find((p) => typeof (p as { layout?: unknown }).layout === 'function') as
+        | (SessionProvider & { layout(): unknown })
+        | undefined;
+      if (provider === undefined) return reply.code(503).send({ error: 'unavailable', message: 'order entry is not enabled on this gateway' });
+      return provider.layout();
+    });
+
+    app.get('/', async () => {
+      const sessions = listAll().map(view);
+      return { count: sessions.length, roles: state.sessionProviders.flatMap((p) => p.roles), sessions };
+    });
+
+    app.get('/:id', async (request, reply) => {
+      const id = parseId((request.params as { id: string }).id);
+      if (typeof id === 'string') return bad(reply, id);
+      const info = infoOf(id);
+      if (info === undefined) return notFound(reply, `no session ${id} on this gateway`);
+      return view(info);
+    });
+
+    app.delete('/:id', { config: { scope: 'read' } }, async (request, reply) => {
+      const id = parseId((request.params as { id: string }).id);
+      if (typeof id === 'string') return bad(reply, id);
+      const info = infoOf(id);
+      if (info === undefined) return notFound(reply, `no session ${id} on this gateway`);
+      const principal = request.principal!;
+      const owner = ids.get(id)?.token;
+      if (principal.scope !== 'admin' && owner !== principal.name) {
+        return forbidden(reply, `token "${principal.name}" did not open session ${id} and is not an admin token`);
+      }
+      const closed = closeSession(id, `DELETE by token "${principal.name}"`);
+      return { id, closed, state: infoOf(id)?.state ?? 'closed' };
+    });
+  }
+
+  function closeSession(id: number, why: string): boolean {
+    let closed = false;
+    for (const p of state.sessionProviders) if (p.list().some((s) => s.id === id)) closed = p.close(id) || closed;
+    open.delete(id);
+    log.info({ id, why, closed }, 'session closed');
+    return closed;
+  }
+
+  return {
+    routes,
+    summary: () => {
+      const sessions = listAll();
+      const byRole: Record<string, { total: number; connected: number }> = {};
+      for (const s of sessions) {
+        const r = (byRole[s.role] ??= { total: 0, connected: 0 });
+        r.total++;
+        if (isConnected(s)) r.connected++;
+      }
+      return jsonSafe({ roles: state.sessionProviders.flatMap((p) => p.roles), sessions: byRole, ...(options.summary?.() ?? {}) });
+    },
+    stopAccepting: () => {
+      accepting = false;
+    },
+  };
+}
+
+const ERROR_NAMES = { 400: 'bad_request', 403: 'forbidden', 404: 'not_found', 409: 'conflict', 503: 'unavailable' } as const;
+
+function serviceOf(role: SessionRole): string {
+  return role === 'recovery' ? 'feed recovery' : 'order entry';
+}
+
+/** A session id from the path, or the 400 message. */
+function parseId(raw: string): number | string {
+  const id = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(id) || id < 1 || id > 0xffffffff) return `params/id: expected a session id (an integer 1..4294967295), got ${JSON.stringify(raw)}`;
+  return id;
+}

@@ -1,0 +1,80 @@
+// The contract between POST /v1/sessions and the services that serve RC
+// sessions (/work/contracts/sessions.md): the route authenticates, checks
+// entitlements, validates the body and gives the session its stable id; the
+// provider registered for the role creates the gateway's QP, takes it to RTS
+// (verbs::connect_rc) and answers with the QP and the memory regions the
+// session may use. Order entry provides 'trading' and 'risk'
+// (src/orders/provider.ts), the feed's recovery service 'recovery'.
+export type SessionRole = 'trading' | 'risk' | 'recovery';
+
+export interface SessionOpenRequest {
+  role: SessionRole;
+  /** Allocated by the route layer: stable for (token name, session name), u32 > 0. */
+  id: number;
+  name: string;
+  /** The client's RC QP number (24 bits), first send PSN (24 bits), GID and path MTU. */
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+  /** trading/risk: the accounts asked for (already checked against the token's entitlements). */
+  accounts: bigint[];
+  /** recovery: the feed and channels asked for (channels already checked against the token). */
+  feed?: string;
+  channels: number[];
+}
+
+export interface RegionGrant {
+  name: string;
+  account?: bigint;
+  addr: bigint;
+  length: number;
+  rkey: number;
+  /** 'REMOTE_ATOMIC', 'REMOTE_READ', ... */
+  access: string[];
+}
+
+export interface SessionOpenAnswer {
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+  regions: RegionGrant[];
+  /** What the words of the regions mean (order entry: the risk page layout), served with the answer. */
+  layout?: unknown;
+}
+
+export interface SessionInfo {
+  id: number;
+  role: SessionRole;
+  name: string;
+  /** The gateway QP's state: 'RTS' while connected, 'ERR' once the peer is gone or it was closed. */
+  state: string;
+  qpn: number;
+  [k: string]: unknown;
+}
+
+export interface SessionProvider {
+  readonly roles: readonly SessionRole[];
+  /** Throws SessionError(status, message) for what the client must fix (404 unknown feed, ...). */
+  open(req: SessionOpenRequest): SessionOpenAnswer;
+  /** QP to ERR and resources freed (cancel-on-disconnect for trading). False when it has no such session. */
+  close(id: number): boolean;
+  list(): SessionInfo[];
+}
+
+/** A refusal the route answers with `status` and `message` (400, 403, 404, 409, 503). */
+export class SessionError extends Error {
+  constructor(
+    readonly status: 400 | 403 | 404 | 409 | 503,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionError';
+  }
+}
+
+/** True while the session's QP is connected (a name in this state cannot be opened again: 409). */
+export function isConnected(info: Pick<SessionInfo, 'state'> & { disconnected?: unknown }): boolean {
+  return (info.state === 'RTS' || info.state === 'RTR' || info.state === 'SQD') && info.disconnected !== true;
+}

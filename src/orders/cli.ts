@@ -1,0 +1,248 @@
+// `qpgate order`, `qpgate risk` and `qpgate sessions`: the order-entry client
+// library driven from the shell.
+//
+//   qpgate order --name desk-1 --account 1 --address 127.0.0.2 [--file orders.txt]
+//     one request per line (stdin or --file); '#' starts a comment:
+//       buy  <instrument> <price> <quantity> [ioc] [account=<n>] [id=<n>]
+//       sell <instrument> <price> <quantity> [ioc] [account=<n>] [id=<n>]
+//       cancel  <orig id> <instrument> [id=<n>]
+//       replace <orig id> <instrument> <price> <quantity> [id=<n>]
+//     prints every answer and event, one line each (ack, reject, fill, cancel, replaced).
+//   qpgate risk --account 1 --address 127.0.0.3 [--set-credit-limit N] [--add-credit N] [--kill | --unkill]
+//   qpgate sessions [--close <id>]
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { ClientError, getJson, resolveToken, table, type ClientOptions } from '../gateway/control-client.js';
+import { OrderClient } from './client.js';
+import { RiskClient } from './risk-client.js';
+import { HandshakeError } from './rc-endpoint.js';
+import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject, type SequencedMessage } from './messages.js';
+
+export interface SessionCliOptions extends ClientOptions {
+  name: string;
+  account: string[];
+  address: string;
+}
+
+export type Parsed =
+  | { kind: 'newOrder'; id?: bigint; instrumentId: number; side: Side; price: number; quantity: number; tif: TimeInForce; account?: bigint }
+  | { kind: 'cancel'; id?: bigint; orig: bigint; instrumentId: number }
+  | { kind: 'replace'; id?: bigint; orig: bigint; instrumentId: number; price: number; quantity: number };
+
+const int = (s: string | undefined, what: string): number => {
+  if (s === undefined || !/^-?[0-9]+$/.test(s) || !Number.isSafeInteger(Number(s))) throw new Error(`${what}: expected an integer, got ${s ?? 'nothing'}`);
+  return Number(s);
+};
+const u64 = (s: string | undefined, what: string): bigint => {
+  if (s === undefined || !/^[0-9]{1,20}$/.test(s)) throw new Error(`${what}: expected an unsigned integer, got ${s ?? 'nothing'}`);
+  return BigInt(s);
+};
+
+/** One line of `qpgate order` input; undefined for a blank or comment line. Throws naming what is wrong. */
+export function parseOrderLine(line: string): Parsed | undefined {
+  const words = line.replace(/#.*/, '').trim().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return undefined;
+  const named = new Map<string, string>();
+  const plain: string[] = [];
+  let ioc = false;
+  for (const w of words) {
+    const eq = w.indexOf('=');
+    if (eq > 0) named.set(w.slice(0, eq), w.slice(eq + 1));
+    else if (w.toLowerCase() === 'ioc') ioc = true;
+    else if (w.toLowerCase() !== 'day') plain.push(w);
+  }
+  for (const k of named.keys()) if (k !== 'id' && k !== 'account') throw new Error(`unknown option ${k}=; expected id= or account=`);
+  const id = named.has('id') ? u64(named.get('id'), 'id') : undefined;
+  const verb = plain[0]!.toLowerCase();
+  const args = plain.slice(1);
+  const arity = (n: number, usage: string): void => {
+    if (args.length !== n) throw new Error(`${verb}: expected ${usage}, got ${args.length} values`);
+  };
+  switch (verb) {
+    case 'buy':
+    case 'sell': {
+      arity(3, '<instrument> <price> <quantity>');
+      return {
+        kind: 'newOrder',
+        ...(id === undefined ? {} : { id }),
+        instrumentId: int(args[0], 'instrument'),
+        side: verb === 'buy' ? Side.SIDE_BUY : Side.SIDE_SELL,
+        price: int(args[1], 'price'),
+        quantity: int(args[2], 'quantity'),
+        tif: ioc ? TimeInForce.TIME_IN_FORCE_IOC : TimeInForce.TIME_IN_FORCE_DAY,
+        ...(named.has('account') ? { account: u64(named.get('account'), 'account') } : {}),
+      };
+    }
+    case 'cancel':
+      arity(2, '<orig id> <instrument>');
+      return { kind: 'cancel', ...(id === undefined ? {} : { id }), orig: u64(args[0], 'orig id'), instrumentId: int(args[1], 'instrument') };
+    case 'replace':
+      arity(4, '<orig id> <instrument> <price> <quantity>');
+      return {
+        kind: 'replace',
+        ...(id === undefined ? {} : { id }),
+        orig: u64(args[0], 'orig id'),
+        instrumentId: int(args[1], 'instrument'),
+        price: int(args[2], 'price'),
+        quantity: int(args[3], 'quantity'),
+      };
+    default:
+      throw new Error(`unknown request "${plain[0]}"; expected buy, sell, cancel or replace`);
+  }
+}
+
+const sideName = (s: number): string => (s === Side.SIDE_BUY ? 'buy' : s === Side.SIDE_SELL ? 'sell' : String(s));
+
+/** One line per gateway message, for the terminal. */
+export function formatMessage(m: SequencedMessage): string {
+  switch (m.kind) {
+    case 'ack':
+      return `ack ${m.clientOrderId} order ${m.orderId}${m.possibleResend ? ' (resend)' : ''}`;
+    case 'reject':
+      return `reject ${m.clientOrderId} ${m.reasonName}: ${m.text}`;
+    case 'fill':
+      return `fill ${m.clientOrderId} ${sideName(m.side)} ${m.quantity} @ ${m.price} leaves ${m.leavesQuantity} trade ${m.tradeId} ${m.liquidity === 1 ? 'maker' : 'taker'}`;
+    case 'cancelAck':
+      return `${m.reason === CancelReason.CANCEL_REASON_REQUESTED ? 'cancelled' : 'cancel'} ${m.origClientOrderId} ${m.reasonName} quantity ${m.cancelledQuantity}`;
+    case 'replaceAck':
+      return `replaced ${m.origClientOrderId} now ${m.quantity} @ ${m.price}${m.priorityKept ? ' (priority kept)' : ''}`;
+  }
+}
+
+export async function orderCommand(
+  opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string },
+  out: (line: string) => void,
+): Promise<number> {
+  const { token } = resolveToken(opts);
+  const accounts = opts.account.map((a) => u64(a, '--account'));
+  if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
+  const client = await OrderClient.connect({
+    url: opts.url ?? 'http://127.0.0.1:7470',
+    token,
+    name: opts.name,
+    accounts,
+    device: { address: opts.address },
+    takeover: true,
+  }).catch((err: unknown) => {
+    throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
+  });
+  // Client order ids must never repeat in a session (the gateway answers a repeat with its first answer):
+  // by default they start at the current time in µs, so later runs start above earlier ones.
+  let nextId = opts.firstId !== undefined ? u64(opts.firstId, '--first-id') : BigInt(Date.now()) * 1000n;
+  // Everything the session is sent, in app_seq order: answers, fills, unsolicited cancels.
+  client.on('message', (m: SequencedMessage) => out(formatMessage(m)));
+  client.on('reject', (m: Reject) => out(formatMessage(m)));
+  let failures = 0;
+  const lines = createInterface({ input: opts.file ? createReadStream(opts.file) : process.stdin, crlfDelay: Infinity });
+  let lineNo = 0;
+  for await (const line of lines) {
+    lineNo++;
+    let p: Parsed | undefined;
+    try {
+      p = parseOrderLine(line);
+    } catch (err) {
+      out(`line ${lineNo}: ${(err as Error).message}`);
+      failures++;
+      continue;
+    }
+    if (p === undefined) continue;
+    const id = p.id ?? nextId++;
+    let answer: SequencedMessage;
+    if (p.kind === 'newOrder') {
+      answer = await client.newOrder({ clientOrderId: id, instrumentId: p.instrumentId, side: p.side, price: p.price, quantity: p.quantity, timeInForce: p.tif, account: p.account ?? accounts[0]! });
+    } else if (p.kind === 'cancel') {
+      answer = await client.cancel({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId });
+    } else {
+      answer = await client.replace({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId, price: p.price, quantity: p.quantity });
+    }
+    if (answer.kind === 'reject') failures++;
+  }
+  await new Promise((r) => setTimeout(r, opts.linger !== undefined ? int(opts.linger, '--linger') : 200));
+  out(`session ${client.id} last app_seq ${client.lastAppSeq}`);
+  await client.close();
+  return failures > 0 ? 1 : 0;
+}
+
+export async function riskCommand(
+  opts: SessionCliOptions & { setCreditLimit?: string; addCredit?: string; kill?: boolean; unkill?: boolean },
+  out: (line: string) => void,
+): Promise<number> {
+  const { token } = resolveToken(opts);
+  const accounts = opts.account.map((a) => u64(a, '--account'));
+  if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
+  if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
+  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address }, takeover: true }).catch(
+    (err: unknown) => {
+      throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
+    },
+  );
+  try {
+    for (const account of accounts) {
+      if (opts.setCreditLimit !== undefined) {
+        const target = u64(opts.setCreditLimit, '--set-credit-limit');
+        // CMP_SWAP from the value just read: a concurrent change makes it fail, and it is tried again.
+        for (;;) {
+          const seen = await risk.read(account, 'creditLimit');
+          if ((await risk.compareSwap(account, 'creditLimit', seen, target)) === seen) {
+            out(`account ${account}: credit limit ${seen} -> ${target} (CMP_SWAP)`);
+            break;
+          }
+        }
+      }
+      if (opts.addCredit !== undefined) {
+        const add = BigInt(int(opts.addCredit, '--add-credit'));
+        const before = await risk.fetchAdd(account, 'creditLimit', add);
+        out(`account ${account}: credit limit ${before} -> ${BigInt.asUintN(64, before + add)} (FETCH_ADD ${add})`);
+      }
+      if (opts.kill || opts.unkill) {
+        const [from, to] = opts.kill ? [0n, 1n] : [1n, 0n];
+        const before = await risk.compareSwap(account, 'killSwitch', from, to);
+        out(`account ${account}: kill switch ${before === from ? `${from} -> ${to}` : `was ${before}, left as is`} (CMP_SWAP)`);
+      }
+      const w = await risk.readAll(account);
+      out(
+        table(
+          ['ACCOUNT', 'CREDIT-LIMIT', 'KILL', 'POSITION', 'OPEN-NOTIONAL', 'OPEN-ORDERS', 'TRADED-NOTIONAL'],
+          [[String(account), String(w.creditLimit), String(w.killSwitch), String(w.position), String(w.openNotional), String(w.openOrders), String(w.tradedNotional)]],
+        ),
+      );
+    }
+  } finally {
+    await risk.close();
+  }
+  return 0;
+}
+
+interface SessionRow {
+  id: number;
+  role: string;
+  name: string;
+  state: string;
+  qpn: number;
+  token: string | null;
+  accounts: string[];
+  lastAppSeq?: string;
+  connected: boolean;
+}
+
+export async function sessionsCommand(opts: ClientOptions & { json?: boolean; close?: string }): Promise<string> {
+  if (opts.close !== undefined) {
+    const base = (opts.url ?? 'http://127.0.0.1:7470').replace(/\/+$/, '');
+    const { token } = resolveToken(opts);
+    const res = await fetch(`${base}/v1/sessions/${encodeURIComponent(opts.close)}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } }).catch(() => {
+      throw new ClientError(`no gateway answers at ${base}`);
+    });
+    const body = (await res.json().catch(() => ({}))) as { message?: string; state?: string };
+    if (!res.ok) throw new ClientError(`DELETE /v1/sessions/${opts.close}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
+    return opts.json ? JSON.stringify(body) : `session ${opts.close} closed (QP ${body.state ?? 'gone'})`;
+  }
+  const r = await getJson<{ count: number; sessions: SessionRow[] }>(opts, '/v1/sessions');
+  if (opts.json) return JSON.stringify(r.sessions, null, 2);
+  if (r.sessions.length === 0) return 'no sessions';
+  return table(
+    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ'],
+    r.sessions.map((s) => [s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-']),
+  );
+}
+
+export type { CancelAck, Fill };

@@ -1,0 +1,481 @@
+// OrderClient: a trading session with a qpgate gateway over an RC queue pair,
+// through the TS verbs API.
+//
+//   const client = await OrderClient.connect({
+//     url: 'http://127.0.0.1:7470', token, name: 'desk-7', accounts: [1n],
+//     device: { address: '127.0.0.2' },
+//   });
+//   client.on('fill', (f) => ...);
+//   const answer = await client.newOrder({ clientOrderId: 1n, instrumentId: 1001, side: Side.SIDE_BUY,
+//                                          price: 10000, quantity: 5, account: 1n });
+//   // answer.kind: 'ack' | 'reject'
+//
+// Application sequence numbers: every gateway message but Welcome carries the
+// session's next app_seq. The client keeps the last one it processed
+// (`lastAppSeq`); on every (re)connect it sends Hello with it, the gateway
+// answers Welcome and resends what came after, and only then does the client
+// resend the requests that never got an answer (the gateway answers a
+// client order id it has seen with its first answer, marked possible_resend,
+// and never acts twice). A message at or below lastAppSeq is a duplicate and
+// is dropped, so each request's promise is settled exactly once.
+//
+// Events: 'message' (every sequenced message, in app_seq order), 'fill',
+// 'cancel' (unsolicited CancelAcks: IOC remainder, self-match,
+// cancel-on-disconnect), 'reject' (a Reject no request claims), 'gap'
+// (app_seqs the gateway could no longer resend), 'disconnect' (the QP failed;
+// call reconnect()).
+import { EventEmitter } from 'node:events';
+import type { Wc } from '../native/verbs.js';
+import {
+  CancelReason,
+  decodeGatewayMessage,
+  encodeHello,
+  encodeRequest,
+  type CancelAck,
+  type CancelInput,
+  type ClientRequest,
+  type Ack,
+  type Fill,
+  type GatewayMessage,
+  type NewOrderInput,
+  type Reject,
+  type ReplaceAck,
+  type ReplaceInput,
+  type SequencedMessage,
+  type Welcome,
+} from './messages.js';
+import { RcEndpoint, type EndpointOptions, type SessionAnswer } from './rc-endpoint.js';
+
+export interface OrderClientOptions extends EndpointOptions {
+  /** Accounts this session trades (the token must be entitled to them). */
+  accounts: ReadonlyArray<bigint | number | string>;
+  /** The last app_seq processed by an earlier run of this session (default 0: from the start). */
+  lastAppSeq?: bigint;
+  /** Requests sent and not yet answered, at most (default 64; keep it within the gateway's recvDepth). */
+  window?: number;
+  /** Receives posted (default 512): answers and fills in flight towards us. */
+  recvDepth?: number;
+  /** Largest message (default 512, the gateway's orders.sessions.maxMessageBytes). */
+  maxMessageBytes?: number;
+  /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
+  helloTimeoutMs?: number;
+  /** Poll period while nothing is outstanding (default 2 ms): unsolicited fills and cancels. */
+  idlePollMs?: number;
+}
+
+export type NewOrderAnswer = Ack | Reject;
+export type CancelAnswer = CancelAck | Reject;
+export type ReplaceAnswer = ReplaceAck | Reject;
+
+interface Pending {
+  readonly request: ClientRequest;
+  readonly bytes: Uint8Array;
+  readonly resolve: (m: SequencedMessage) => void;
+  readonly fail: (e: Error) => void;
+  sent: boolean;
+}
+
+export interface OrderClientStats {
+  sent: number;
+  resent: number;
+  received: number;
+  duplicates: number;
+  gaps: number;
+  reconnects: number;
+  inFlight: number;
+  queued: number;
+}
+
+const SEND_BIT = 1n << 32n;
+
+export class OrderClient extends EventEmitter {
+  readonly #ep: RcEndpoint;
+  readonly #options: OrderClientOptions;
+  readonly #window: number;
+  readonly #pending = new Map<bigint, Pending>();
+  readonly #queue: bigint[] = [];
+  readonly #freeSend: number[] = [];
+  readonly #repost: number[] = [];
+  readonly #outbox: Array<{ slot: number; length: number }> = [];
+  #inFlight = 0;
+  #lastAppSeq: bigint;
+  #connected = false;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #immediate: NodeJS.Immediate | undefined;
+  #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
+  #catchUp: { target: bigint; resolve: () => void } | undefined;
+  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, inFlight: 0, queued: 0 };
+
+  private constructor(ep: RcEndpoint, options: OrderClientOptions) {
+    super();
+    this.#ep = ep;
+    this.#options = options;
+    this.#window = options.window ?? 64;
+    this.#lastAppSeq = options.lastAppSeq ?? 0n;
+  }
+
+  /** Creates the endpoint, opens the session and resynchronises (Hello → Welcome → resend). */
+  static async connect(options: OrderClientOptions): Promise<OrderClient> {
+    const window = options.window ?? 64;
+    const ep = await RcEndpoint.create(options, {
+      role: 'trading',
+      accounts: options.accounts.map((a) => BigInt(a)),
+      recvSlots: options.recvDepth ?? 512,
+      sendSlots: window + 8,
+      slotBytes: options.maxMessageBytes ?? 512,
+      maxRdAtomic: 1,
+    });
+    const client = new OrderClient(ep, options);
+    try {
+      await client.#establish();
+    } catch (err) {
+      await client.#release();
+      throw err;
+    }
+    return client;
+  }
+
+  /** The session id (stable for this token and name). */
+  get id(): number {
+    return this.#ep.answer.id;
+  }
+  get session(): SessionAnswer {
+    return this.#ep.answer;
+  }
+  /** The last app_seq processed: give it to a later run as `lastAppSeq` to resume. */
+  get lastAppSeq(): bigint {
+    return this.#lastAppSeq;
+  }
+  get connected(): boolean {
+    return this.#connected;
+  }
+  /** The soft device this client sends from. */
+  get device() {
+    return this.#ep.device;
+  }
+  stats(): OrderClientStats {
+    return { ...this.#stats, inFlight: this.#inFlight, queued: this.#queue.length };
+  }
+
+  newOrder(order: NewOrderInput): Promise<NewOrderAnswer> {
+    return this.#request({ kind: 'newOrder', value: order }) as Promise<NewOrderAnswer>;
+  }
+  cancel(cancel: CancelInput): Promise<CancelAnswer> {
+    return this.#request({ kind: 'cancel', value: cancel }) as Promise<CancelAnswer>;
+  }
+  replace(replace: ReplaceInput): Promise<ReplaceAnswer> {
+    return this.#request({ kind: 'replace', value: replace }) as Promise<ReplaceAnswer>;
+  }
+
+  /**
+   * After a 'disconnect' (or to move to a restarted gateway, `url`): a new QP,
+   * the handshake again (same session id), Hello with lastAppSeq, the resend,
+   * then every unanswered request again. Requests made meanwhile wait.
+   */
+  async reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
+    if (this.#closed) throw new Error('qpgate client: reconnect() after close()');
+    if (overrides.url !== undefined) this.#ep.options.url = overrides.url;
+    if (overrides.token !== undefined) this.#ep.options.token = overrides.token;
+    this.#stats.reconnects++;
+    await this.#establish();
+  }
+
+  /** Drops the QP without telling the gateway (as a crash would); pending requests stay for reconnect(). */
+  disconnect(): void {
+    this.#lost('disconnect() called');
+  }
+
+  /** Closes the session at the gateway (DELETE), fails what is pending, and releases everything. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#connected) await this.#ep.closeSession();
+    this.#connected = false;
+    const err = new Error('qpgate client: closed');
+    for (const p of this.#pending.values()) p.fail(err);
+    this.#pending.clear();
+    this.#queue.length = 0;
+    await this.#release();
+  }
+
+  // ---------------------------------------------------------------- connection
+
+  async #establish(): Promise<void> {
+    this.#connected = false;
+    this.#stopPolling();
+    this.#drainStale();
+    const { recvSlots, sendSlots } = this.#ep.shape;
+    this.#freeSend.length = 0;
+    for (let j = 0; j < sendSlots; j++) this.#freeSend.push(j);
+    this.#outbox.length = 0;
+    this.#repost.length = 0;
+    // Everything sent before is unanswered as far as we know: resent after the catch-up.
+    this.#inFlight = 0;
+    for (const p of this.#pending.values()) p.sent = false;
+    await this.#ep.connect((qp) => {
+      const wrs = [];
+      for (let i = 0; i < recvSlots; i++) wrs.push({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] });
+      qp.postRecv(wrs);
+    });
+    this.#connected = true;
+    this.#schedule(true);
+    const welcome = await this.#hello();
+    if (welcome.appSeq > this.#lastAppSeq) {
+      await new Promise<void>((resolve, reject) => {
+        this.#catchUp = { target: welcome.appSeq, resolve };
+        const t = setTimeout(() => {
+          this.#catchUp = undefined;
+          reject(new Error(`qpgate client: the gateway's resend stopped at app_seq ${this.#lastAppSeq} of ${welcome.appSeq}`));
+        }, this.#options.helloTimeoutMs ?? 5000);
+        const done = this.#catchUp.resolve;
+        this.#catchUp.resolve = () => {
+          clearTimeout(t);
+          done();
+        };
+      });
+    }
+    // Unanswered requests go again, oldest first, ahead of anything queued since.
+    const unanswered = [...this.#pending.keys()].filter((id) => !this.#queue.includes(id));
+    this.#queue.unshift(...unanswered);
+    this.#stats.resent += unanswered.length;
+    this.#pump();
+  }
+
+  #hello(): Promise<Welcome> {
+    return new Promise<Welcome>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#welcome = undefined;
+        reject(new Error(`qpgate client: no Welcome within ${this.#options.helloTimeoutMs ?? 5000} ms of Hello`));
+      }, this.#options.helloTimeoutMs ?? 5000);
+      this.#welcome = {
+        resolve: (w) => {
+          clearTimeout(timer);
+          resolve(w);
+        },
+        fail: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      this.#enqueueSend(encodeHello(this.#lastAppSeq));
+      this.#flush();
+    });
+  }
+
+  // Completions of a QP we dropped: nothing to learn from them.
+  #drainStale(): void {
+    while (this.#ep.cq.poll(256).length > 0);
+  }
+
+  #lost(reason: string): void {
+    if (!this.#connected) return;
+    this.#connected = false;
+    this.#ep.dropQp();
+    this.#welcome?.fail(new Error(`qpgate client: connection lost (${reason})`));
+    this.#welcome = undefined;
+    this.emit('disconnect', reason);
+  }
+
+  async #release(): Promise<void> {
+    this.#stopPolling();
+    await this.#ep.close();
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  #request(r: ClientRequest): Promise<SequencedMessage> {
+    if (this.#closed) return Promise.reject(new Error('qpgate client: closed'));
+    const id = BigInt(r.value.clientOrderId);
+    if (id === 0n) return Promise.reject(new RangeError('clientOrderId: expected a non-zero id'));
+    if (this.#pending.has(id)) return Promise.reject(new RangeError(`clientOrderId ${id} is already in flight`));
+    const bytes = encodeRequest(r);
+    if (bytes.byteLength > this.#ep.shape.slotBytes) {
+      return Promise.reject(new RangeError(`a ${bytes.byteLength}-byte request exceeds maxMessageBytes ${this.#ep.shape.slotBytes}`));
+    }
+    return new Promise<SequencedMessage>((resolve, fail) => {
+      this.#pending.set(id, { request: r, bytes, resolve, fail, sent: false });
+      this.#queue.push(id);
+      this.#pump();
+    });
+  }
+
+  // Sends queued requests while the window and the send slots allow.
+  #pump(): void {
+    if (!this.#connected || this.#catchUp !== undefined || this.#welcome !== undefined) return;
+    while (this.#queue.length > 0 && this.#inFlight < this.#window && this.#freeSend.length > 0) {
+      const id = this.#queue.shift()!;
+      const p = this.#pending.get(id);
+      if (p === undefined || p.sent) continue;
+      p.sent = true;
+      this.#inFlight++;
+      this.#enqueueSend(p.bytes);
+      this.#stats.sent++;
+    }
+    this.#flush();
+  }
+
+  #enqueueSend(bytes: Uint8Array): void {
+    const slot = this.#freeSend.pop();
+    if (slot === undefined) throw new Error('qpgate client: no free send slot');
+    this.#ep.buffer.set(bytes, this.#ep.sendOffset(slot));
+    this.#outbox.push({ slot, length: bytes.byteLength });
+  }
+
+  // One postSend for everything queued since the last flush.
+  #flush(): void {
+    if (this.#outbox.length === 0 || !this.#connected) return;
+    const wrs = this.#outbox.map(({ slot, length }) => ({
+      wrId: SEND_BIT | BigInt(slot),
+      opcode: 'SEND' as const,
+      sgList: [this.#ep.mr.sge(this.#ep.sendOffset(slot), length)],
+    }));
+    this.#outbox.length = 0;
+    try {
+      this.#ep.qp.postSend(wrs);
+    } catch (err) {
+      this.#lost(`postSend failed: ${(err as Error).message}`);
+      return;
+    }
+    this.#schedule(true);
+  }
+
+  // ---------------------------------------------------------------- completions
+
+  #schedule(busy: boolean): void {
+    if (this.#closed || this.#immediate !== undefined) return;
+    if (busy) {
+      if (this.#timer !== undefined) {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+      }
+      this.#immediate = setImmediate(() => {
+        this.#immediate = undefined;
+        this.#poll();
+      });
+    } else if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#poll();
+      }, this.#options.idlePollMs ?? 2);
+    }
+  }
+
+  #stopPolling(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
+    this.#timer = undefined;
+    this.#immediate = undefined;
+  }
+
+  #poll(): void {
+    if (this.#closed || !this.#connected) return;
+    const qpn = this.#ep.qp.qpNum;
+    let wcs: Wc[];
+    try {
+      wcs = this.#ep.cq.poll(256);
+    } catch (err) {
+      this.#lost(`poll failed: ${(err as Error).message}`);
+      return;
+    }
+    for (const wc of wcs) {
+      if (wc.qpNum !== qpn) continue;
+      if (wc.status !== 'IBV_WC_SUCCESS') {
+        this.#lost(`${wc.wrId & SEND_BIT ? 'send' : 'receive'} completed with ${wc.status}`);
+        return;
+      }
+      if (wc.wrId & SEND_BIT) {
+        this.#freeSend.push(Number(wc.wrId & 0xffffffffn));
+        continue;
+      }
+      const slot = Number(wc.wrId);
+      const at = this.#ep.recvOffset(slot);
+      this.#repost.push(slot);
+      let message: GatewayMessage;
+      try {
+        message = decodeGatewayMessage(this.#ep.buffer.subarray(at, at + wc.byteLen));
+      } catch (err) {
+        this.emit('error', new Error(`qpgate client: undecodable message from the gateway: ${(err as Error).message}`));
+        continue;
+      }
+      this.#deliver(message);
+      if (!this.#connected) return;
+    }
+    if (this.#repost.length > 0) {
+      const wrs = this.#repost.map((i) => ({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] }));
+      this.#repost.length = 0;
+      try {
+        this.#ep.qp.postRecv(wrs);
+      } catch (err) {
+        this.#lost(`postRecv failed: ${(err as Error).message}`);
+        return;
+      }
+    }
+    this.#pump();
+    const busy =
+      wcs.length > 0 || this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots;
+    this.#schedule(busy);
+  }
+
+  #deliver(m: GatewayMessage): void {
+    this.#stats.received++;
+    if (m.kind === 'welcome') {
+      this.#welcome?.resolve(m);
+      this.#welcome = undefined;
+      return;
+    }
+    if (m.appSeq === 0n) {
+      // Not sequenced: a Hello the gateway refused (SEQUENCE_AHEAD).
+      if (m.kind === 'reject' && this.#welcome !== undefined) {
+        this.#welcome.fail(new Error(`qpgate client: Hello refused: ${m.reasonName}: ${m.text}`));
+        this.#welcome = undefined;
+      } else {
+        this.emit('reject', m);
+      }
+      return;
+    }
+    if (m.appSeq <= this.#lastAppSeq) {
+      this.#stats.duplicates++;
+      return;
+    }
+    if (m.appSeq !== this.#lastAppSeq + 1n) {
+      this.#stats.gaps++;
+      this.emit('gap', { from: this.#lastAppSeq + 1n, to: m.appSeq - 1n });
+    }
+    this.#lastAppSeq = m.appSeq;
+    this.emit('message', m);
+    this.#settle(m);
+    if (this.#catchUp !== undefined && this.#lastAppSeq >= this.#catchUp.target) {
+      const done = this.#catchUp.resolve;
+      this.#catchUp = undefined;
+      done();
+    }
+  }
+
+  #settle(m: SequencedMessage): void {
+    switch (m.kind) {
+      case 'fill':
+        this.emit('fill', m as Fill);
+        return;
+      case 'cancelAck':
+        if (m.reason !== CancelReason.CANCEL_REASON_REQUESTED) {
+          this.emit('cancel', m as CancelAck);
+          return;
+        }
+        break;
+      case 'reject':
+        if (m.clientOrderId === 0n || !this.#pending.has(m.clientOrderId)) {
+          this.emit('reject', m);
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+    const p = this.#pending.get(m.clientOrderId);
+    if (p === undefined) return;
+    this.#pending.delete(m.clientOrderId);
+    if (p.sent) this.#inFlight--;
+    p.resolve(m);
+  }
+}

@@ -1,0 +1,93 @@
+// Order-entry metrics for /metrics, read from the native service's counters
+// when Prometheus scrapes (never per order): requests, acks, rejects by
+// reason, fills, decode errors, journal records and syncs, back-pressure
+// episodes, and the sessions by role and state. The order → ack latency
+// histogram (qpgate_order_ack_latency_seconds) is the `order_ack` latency
+// source, exported by the LatencyRegistry like tick_publish.
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { OrderService } from './service.js';
+import type { NativeOrderStats } from './native.js';
+
+type Numeric = (s: NativeOrderStats) => number;
+const field = (name: string): Numeric => (s) => Number(s[name] ?? 0);
+
+const COUNTERS: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
+  ['qpgate_order_messages_received_total', 'Messages received on trading sessions (Hello, NewOrder, Cancel, Replace, and garbage).', field('received')],
+  ['qpgate_order_acks_total', 'NewOrders acknowledged (Ack sent after the journal had them).', field('acks')],
+  ['qpgate_order_fills_total', 'Fills sent (one per side of each trade).', field('fills')],
+  ['qpgate_order_cancel_acks_total', 'CancelAcks sent for Cancel requests.', field('cancelAcks')],
+  ['qpgate_order_replace_acks_total', 'ReplaceAcks sent.', field('replaceAcks')],
+  ['qpgate_order_unsolicited_cancels_total', 'Orders cancelled by the gateway (IOC remainder, self-match, cancel-on-disconnect).', field('unsolicitedCancels')],
+  ['qpgate_order_trades_total', 'Trades matched by the built-in books.', field('trades')],
+  ['qpgate_order_resent_messages_total', 'Sequenced messages resent after a Hello or a resent request.', field('resends')],
+  ['qpgate_order_decode_errors_total', 'Messages that were not a valid OrderMessage (answered by a MALFORMED Reject or the session closed).', field('decodeErrors')],
+  ['qpgate_order_journal_records_total', 'Records appended to the order journal.', field('journalRecords')],
+  ['qpgate_order_journal_syncs_total', 'fdatasync calls of the order journal.', field('journalSyncs')],
+  ['qpgate_order_back_pressure_events_total', 'Times receives were held back (clients got RNR NAKs) because answers were waiting.', field('backPressureEvents')],
+  ['qpgate_order_session_disconnects_total', "Trading and risk sessions whose QP left RTS.", field('disconnects')],
+];
+
+/** Adds the order-entry families to `registry`; `service` may be closed later (the families then read 0). */
+export function orderMetrics(service: OrderService): (registry: Registry) => void {
+  return (registry) => {
+    const stats = (): NativeOrderStats | undefined => (service.running ? service.stats() : undefined);
+    // One family per native counter, refilled from stats() on every scrape.
+    const family = (name: string, help: string, labelNames: string[], fill: (s: NativeOrderStats, inc: (labels: Record<string, string>, v: number) => void) => void) =>
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        collect() {
+          this.reset();
+          const s = stats();
+          if (s) fill(s, (labels, v) => this.inc(labels, v));
+        },
+      });
+    for (const [name, help, read] of COUNTERS) family(name, help, [], (s, inc) => inc({}, read(s)));
+    family(
+      'qpgate_order_rejects_total',
+      'Requests rejected, by reason (the proto RejectReason without its prefix: THROTTLED, PRICE_COLLAR, KILL_SWITCH...).',
+      ['reason'],
+      (s, inc) => {
+        for (const [reason, n] of Object.entries(s.rejectsByReason ?? {})) inc({ reason }, Number(n));
+      },
+    );
+    new Gauge({
+      name: 'qpgate_order_sessions',
+      help: 'Order-entry sessions by role (trading, risk) and QP state.',
+      labelNames: ['role', 'state'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const n = new Map<string, number>();
+        for (const s of service.running ? service.sessions() : []) {
+          const k = `${s.role}\u0000${s.disconnected ? 'ERR' : s.state}`;
+          n.set(k, (n.get(k) ?? 0) + 1);
+        }
+        for (const [k, v] of n) {
+          const [role, state] = k.split('\u0000') as [string, string];
+          this.set({ role, state }, v);
+        }
+      },
+    });
+    new Gauge({
+      name: 'qpgate_order_journal_durable_bytes',
+      help: 'Journal bytes known to be written (and fdatasync-ed under fsync interval/every): answers are released up to here.',
+      registers: [registry],
+      collect() {
+        const s = stats();
+        this.set(s ? Number(s.durablePosition) : 0);
+      },
+    });
+    new Gauge({
+      name: 'qpgate_order_pending_messages',
+      help: 'Answers waiting for the journal or a send slot (above orders.sessions.backPressureMessages, receives are held).',
+      registers: [registry],
+      collect() {
+        const s = stats();
+        this.set(s ? Number(s['pendingMessages'] ?? 0) : 0);
+      },
+    });
+  };
+}

@@ -1,0 +1,113 @@
+// The order-entry bindings of the addon (native/src/addon/orders_wrap.*):
+// the native order service that runs the whole ack path on the engine's
+// polling thread (decode, checks, risk, journal, ack, book, fills).
+import { loadAddon, type NativeEngine } from '../native/addon.js';
+import type { NativeDevice } from '../feed/native.js';
+import type { NativeOrderServiceConfig } from './config.js';
+
+export type OrderSessionRole = 'trading' | 'risk';
+
+export interface NativeRemotePeer {
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: number;
+}
+
+export interface NativeOpenSession {
+  session: number;
+  role: OrderSessionRole;
+  accounts: bigint[];
+  throttle?: { ordersPerSecond: number; burst: number };
+  cancelOnDisconnect?: boolean;
+  remote: NativeRemotePeer;
+}
+
+export interface NativeRegion {
+  /** 'risk.remote' (credit limit, kill switch: REMOTE_ATOMIC|REMOTE_READ) or 'risk.local' (position...: REMOTE_READ). */
+  name: string;
+  account: bigint;
+  addr: bigint;
+  length: number;
+  rkey: number;
+  access: string[];
+}
+
+export interface NativeSessionAnswer extends NativeRemotePeer {
+  regions: NativeRegion[];
+}
+
+export interface NativeOrderSessionInfo {
+  session: number;
+  role: OrderSessionRole;
+  qpn: number;
+  state: string;
+  lastAppSeq: number | bigint;
+  received: number;
+  sent: number;
+  rnrHeld: number;
+  disconnected: boolean;
+  [k: string]: unknown;
+}
+
+export interface NativeOrderStats {
+  received: number;
+  acks: number;
+  rejects: number;
+  fills: number;
+  rejectsByReason: Record<string, number>;
+  decodeErrors: number;
+  journalRecords: number;
+  journalSyncs: number;
+  durablePosition: number;
+  backPressureEvents: number;
+  ackLatencyCount: number;
+  [k: string]: unknown;
+}
+
+export interface RiskWordInfo {
+  name: string;
+  offset: number;
+  description: string;
+}
+
+export interface NativeRiskLayout {
+  pageBytes: number;
+  remoteOwned: RiskWordInfo[];
+  localOwned: RiskWordInfo[];
+}
+
+export interface NativeRiskWords {
+  creditLimit: bigint;
+  killSwitch: bigint;
+  position: bigint;
+  openNotional: bigint;
+  openOrders: bigint;
+  tradedNotional: bigint;
+}
+
+export interface NativeOrderService {
+  readonly id: number;
+  /** Throws (code 'EEXIST') when the session id has a live QP. */
+  openSession(options: NativeOpenSession): NativeSessionAnswer;
+  closeSession(session: number): boolean;
+  sessions(): NativeOrderSessionInfo[];
+  stats(): NativeOrderStats;
+  /** HdrHistogram counters (ns), the layout of LatencyCounts. */
+  ackLatencyCounts(): Float64Array;
+  riskLayout(): NativeRiskLayout;
+  readRisk(account: bigint): NativeRiskWords;
+  /** Flushes the journal and closes every session. */
+  close(): void;
+  [k: string]: unknown;
+}
+
+interface NativeOrders {
+  createService(engine: NativeEngine, device: NativeDevice, config: NativeOrderServiceConfig): NativeOrderService;
+}
+
+export function nativeOrders(): NativeOrders {
+  const addon = loadAddon() as unknown as { orders?: NativeOrders };
+  if (addon.orders === undefined) throw new Error('qpgate: this build of the native addon has no order-entry bindings (rebuild: npm run build:native)');
+  return addon.orders;
+}

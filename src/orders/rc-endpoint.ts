@@ -1,0 +1,307 @@
+// The client side of an RC session with the gateway, shared by OrderClient
+// and RiskClient: its own engine (or one given), a soft device, a PD, one CQ,
+// one registered buffer of message slots, and the RC QP, brought up as
+// rdma-core's rc_pingpong does it — with the peer's QPN, PSN and GID coming
+// from POST /v1/sessions instead of a TCP exchange:
+//
+//   QP RESET → INIT, receives posted, POST /v1/sessions {qpn, psn, gid, mtu}
+//   → 201 {qpn, psn, gid, mtu, regions} → RTR (dest QPN, rq PSN, GID) → RTS (our random PSN)
+//
+// Reconnecting makes a new QP (an RC QP in ERR is spent) and asks again: the
+// gateway gives the same session id for the same (token, name).
+import { randomInt } from 'node:crypto';
+import { Engine, type EngineOptions } from '../native/engine.js';
+import {
+  Device,
+  openDevice,
+  type CompletionQueue,
+  type MemoryRegion,
+  type OpenDeviceOptions,
+  type PathMtu,
+  type ProtectionDomain,
+  type QueuePair,
+} from '../native/verbs.js';
+
+export interface SessionRegion {
+  name: string;
+  account: bigint | undefined;
+  addr: bigint;
+  length: number;
+  rkey: number;
+  access: string[];
+}
+
+/** The gateway's 201 answer to POST /v1/sessions, u64 fields as bigints. */
+export interface SessionAnswer {
+  id: number;
+  role: string;
+  name: string;
+  accounts: bigint[];
+  qpn: number;
+  psn: number;
+  gid: string;
+  mtu: PathMtu;
+  regions: SessionRegion[];
+  /** The risk pages' words as the gateway serves them (trading and risk sessions). */
+  layout: RiskLayout | undefined;
+}
+
+export interface RiskLayout {
+  pageBytes: number;
+  remoteOwned: Array<{ name: string; offset: number; description: string }>;
+  localOwned: Array<{ name: string; offset: number; description: string }>;
+}
+
+/** A refused handshake: the HTTP status and the gateway's message. */
+export class HandshakeError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HandshakeError';
+  }
+}
+
+export interface EndpointOptions {
+  /** The gateway's control plane, e.g. http://127.0.0.1:7470 */
+  url: string;
+  /** A bearer token entitled to the role and the accounts. */
+  token: string;
+  /** The session name: the same (token, name) is the same session (id, app_seq) across reconnects. */
+  name: string;
+  /** An engine to share (several sessions in one process); default: one of our own, stopped by close(). */
+  engine?: Engine;
+  /** A device to share, or where to open ours: `{ address: '127.0.0.2' }` (not the gateway's own address). */
+  device?: Device | OpenDeviceOptions;
+  /** Options of our own engine. */
+  engineOptions?: EngineOptions;
+  /** Path MTU asked for (default 1024; the smaller of the two sides is used). */
+  mtu?: PathMtu;
+  /** On 409 (the name is connected already, e.g. a client that died): close that session and open again. */
+  takeover?: boolean;
+  /** HTTP timeout (default 5000 ms). */
+  timeoutMs?: number;
+}
+
+export interface EndpointShape {
+  role: 'trading' | 'risk';
+  accounts: bigint[];
+  /** Receive slots (0 for a risk session: it only reads and does atomics). */
+  recvSlots: number;
+  sendSlots: number;
+  /** Bytes per slot. */
+  slotBytes: number;
+  /** Outstanding RDMA READ/atomic operations (risk). */
+  maxRdAtomic: number;
+}
+
+export class RcEndpoint {
+  readonly engine: Engine;
+  readonly device: Device;
+  readonly pd: ProtectionDomain;
+  readonly cq: CompletionQueue;
+  readonly buffer: Buffer;
+  readonly mr: MemoryRegion;
+  readonly options: EndpointOptions;
+  readonly shape: EndpointShape;
+  #qp: QueuePair | undefined;
+  #answer: SessionAnswer | undefined;
+  readonly #ownEngine: boolean;
+  readonly #ownDevice: boolean;
+
+  private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
+    this.engine = engine;
+    this.#ownEngine = ownEngine;
+    this.device = device;
+    this.#ownDevice = ownDevice;
+    this.options = options;
+    this.shape = shape;
+    this.pd = device.allocPd();
+    this.cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
+    this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
+    this.mr = this.pd.regMr(this.buffer, ['LOCAL_WRITE']);
+  }
+
+  static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
+    let engine = options.engine;
+    const ownEngine = engine === undefined;
+    if (engine === undefined) {
+      engine = new Engine({ toEngineCapacity: 1 << 16, fromEngineCapacity: 1 << 16, hugePages: false, ...options.engineOptions });
+      await engine.start();
+    }
+    try {
+      const given = options.device;
+      const ownDevice = !(given instanceof Device);
+      if (ownDevice && (given === undefined || (given.address === undefined && given.name === undefined))) {
+        throw new TypeError("qpgate client: options.device: expected a Device or { address } for our own soft device (e.g. '127.0.0.2', not the gateway's)");
+      }
+      const device = given instanceof Device ? given : openDevice(engine, given!);
+      return new RcEndpoint(engine, ownEngine, device, ownDevice, options, shape);
+    } catch (err) {
+      if (ownEngine) await engine.stop();
+      throw err;
+    }
+  }
+
+  get qp(): QueuePair {
+    if (this.#qp === undefined) throw new Error('qpgate client: not connected');
+    return this.#qp;
+  }
+
+  get connectedQp(): QueuePair | undefined {
+    return this.#qp;
+  }
+
+  /** The last handshake's answer. */
+  get answer(): SessionAnswer {
+    if (this.#answer === undefined) throw new Error('qpgate client: no handshake yet');
+    return this.#answer;
+  }
+
+  /** Byte offset of receive slot i / send slot j in `buffer`. */
+  recvOffset(i: number): number {
+    return i * this.shape.slotBytes;
+  }
+  sendOffset(j: number): number {
+    return (this.shape.recvSlots + j) * this.shape.slotBytes;
+  }
+
+  /**
+   * A new QP taken to RTS against the gateway's: `beforeHandshake` runs with
+   * the QP in INIT (post receives there: a SEND may arrive as soon as the
+   * gateway's QP is in RTS, before we are).
+   */
+  async connect(beforeHandshake: (qp: QueuePair) => void = () => {}): Promise<SessionAnswer> {
+    this.dropQp();
+    const { shape } = this;
+    const qp = this.pd.createQp({
+      type: 'RC',
+      sendCq: this.cq,
+      recvCq: this.cq,
+      cap: { maxSendWr: shape.sendSlots + shape.maxRdAtomic + 4, maxRecvWr: Math.max(1, shape.recvSlots), maxSendSge: 1, maxRecvSge: 1 },
+    });
+    this.#qp = qp;
+    qp.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
+    beforeHandshake(qp);
+    const psn = randomInt(0, 1 << 24);
+    const mtu = Math.min(this.options.mtu ?? 1024, this.device.queryPort(1).activeMtu) as PathMtu;
+    let answer: SessionAnswer;
+    try {
+      answer = await this.#handshake(qp.qpNum, psn, mtu);
+    } catch (err) {
+      this.dropQp();
+      throw err;
+    }
+    qp.modify({
+      state: 'RTR',
+      pathMtu: Math.min(mtu, answer.mtu) as PathMtu,
+      destQpNum: answer.qpn,
+      rqPsn: answer.psn,
+      ahAttr: { dgid: answer.gid, hopLimit: 64 },
+      maxDestRdAtomic: 0,
+      minRnrTimer: 1,
+    });
+    // rnrRetry 7 = retry forever: the gateway withholds receives on purpose when it is behind (back-pressure).
+    qp.modify({ state: 'RTS', sqPsn: psn, timeout: 14, retryCnt: 7, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic });
+    this.#answer = answer;
+    return answer;
+  }
+
+  async #handshake(qpn: number, psn: number, mtu: PathMtu): Promise<SessionAnswer> {
+    const body = {
+      role: this.shape.role,
+      name: this.options.name,
+      qpn,
+      psn,
+      gid: this.device.gid,
+      mtu,
+      accounts: this.shape.accounts.map(String),
+    };
+    let res = await this.#call('POST', '/v1/sessions', body);
+    if (res.status === 409 && this.options.takeover) {
+      const id = /\(id (\d+)\)/.exec(res.message)?.[1];
+      if (id !== undefined) {
+        await this.#call('DELETE', `/v1/sessions/${id}`);
+        res = await this.#call('POST', '/v1/sessions', body);
+      }
+    }
+    if (res.status !== 201) throw new HandshakeError(res.status, `POST /v1/sessions: ${res.status} ${res.message}`);
+    const j = res.json as {
+      id: number;
+      role: string;
+      name: string;
+      accounts?: string[];
+      qpn: number;
+      psn: number;
+      gid: string;
+      mtu: PathMtu;
+      regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
+      layout?: RiskLayout;
+    };
+    return {
+      id: j.id,
+      role: j.role,
+      name: j.name,
+      accounts: (j.accounts ?? []).map((a) => BigInt(a)),
+      qpn: j.qpn,
+      psn: j.psn,
+      gid: j.gid,
+      mtu: j.mtu,
+      regions: j.regions.map((r) => ({
+        name: r.name,
+        account: r.account === undefined ? undefined : BigInt(r.account),
+        addr: BigInt(r.addr),
+        length: r.length,
+        rkey: r.rkey,
+        access: r.access,
+      })),
+      layout: j.layout,
+    };
+  }
+
+  /** Asks the gateway to close our session (DELETE /v1/sessions/:id). */
+  async closeSession(): Promise<void> {
+    if (this.#answer === undefined) return;
+    await this.#call('DELETE', `/v1/sessions/${this.#answer.id}`).catch(() => undefined);
+  }
+
+  async #call(method: string, path: string, body?: unknown): Promise<{ status: number; message: string; json: unknown }> {
+    const url = `${this.options.url.replace(/\/+$/, '')}${path}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new HandshakeError(0, `no gateway answers at ${this.options.url} (${cause})`);
+    }
+    const json = (await res.json().catch(() => ({}))) as { message?: string };
+    return { status: res.status, message: json.message ?? res.statusText, json };
+  }
+
+  /** Destroys the QP (nothing is sent: the gateway sees the session go when its next send fails). */
+  dropQp(): void {
+    const qp = this.#qp;
+    this.#qp = undefined;
+    if (qp === undefined) return;
+    try {
+      qp.destroy();
+    } catch {
+      // already gone with the device
+    }
+  }
+
+  async close(): Promise<void> {
+    this.dropQp();
+    this.mr.dereg();
+    this.cq.destroy();
+    this.pd.dealloc();
+    if (this.#ownDevice) this.device.close();
+    if (this.#ownEngine) await this.engine.stop();
+  }
+}

@@ -1,0 +1,187 @@
+// RiskClient: a risk session with a qpgate gateway. It sends no messages: it
+// reads and changes the per-account risk words with one-sided RDMA — READ of
+// any word of its accounts' pages, FETCH_ADD and CMP_SWAP on the
+// remote-owned words (credit limit, kill switch), which the gateway's CPU only
+// ever loads (HCA atomics are atomic only against each other). The order path
+// checks them before it acks: a kill switch set here rejects the account's
+// next order.
+//
+//   const risk = await RiskClient.connect({ url, token, name: 'risk-1', accounts: [1n], device: { address: '127.0.0.3' } });
+//   await risk.compareSwap(1n, 'killSwitch', 0n, 1n);   // → the old value (0n: it was off, now on)
+//   await risk.fetchAdd(1n, 'creditLimit', 1_000_000n); // → the old limit
+//   const words = await risk.readAll(1n);
+import type { Wc, WrOpcode } from '../native/verbs.js';
+import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
+
+/**
+ * The words of the risk pages, by name → page, the layout's name and whether
+ * it is signed. Offsets come from the layout the gateway serves with the
+ * session (`layout` of the 201 answer, also GET /v1/sessions/risk-layout).
+ */
+export const RISK_WORDS = {
+  creditLimit: { page: 'risk.remote', name: 'credit_limit', signed: false },
+  killSwitch: { page: 'risk.remote', name: 'kill_switch', signed: false },
+  version: { page: 'risk.local', name: 'version', signed: false },
+  position: { page: 'risk.local', name: 'position', signed: true },
+  openNotional: { page: 'risk.local', name: 'open_notional', signed: false },
+  openOrders: { page: 'risk.local', name: 'open_orders', signed: false },
+  tradedNotional: { page: 'risk.local', name: 'traded_notional', signed: false },
+} as const;
+export type RiskWord = keyof typeof RISK_WORDS;
+export type RiskWords = Record<Exclude<RiskWord, 'version'>, bigint>;
+
+export interface RiskClientOptions extends EndpointOptions {
+  accounts: ReadonlyArray<bigint | number | string>;
+}
+
+/** An RDMA operation that did not complete: the work completion status (IBV_WC_REM_ACCESS_ERR...). */
+export class RdmaError extends Error {
+  constructor(
+    readonly status: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RdmaError';
+  }
+}
+
+const SLOTS = 16;
+
+export class RiskClient {
+  readonly #ep: RcEndpoint;
+  readonly #waiting = new Map<bigint, { resolve: (wc: Wc) => void }>();
+  #nextWr = 1n;
+  #timer: NodeJS.Immediate | undefined;
+  #chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(ep: RcEndpoint) {
+    this.#ep = ep;
+  }
+
+  static async connect(options: RiskClientOptions): Promise<RiskClient> {
+    const ep = await RcEndpoint.create(options, {
+      role: 'risk',
+      accounts: options.accounts.map((a) => BigInt(a)),
+      recvSlots: 0,
+      sendSlots: SLOTS,
+      slotBytes: 64,
+      maxRdAtomic: SLOTS,
+    });
+    try {
+      await ep.connect();
+    } catch (err) {
+      await ep.close();
+      throw err;
+    }
+    return new RiskClient(ep);
+  }
+
+  get id(): number {
+    return this.#ep.answer.id;
+  }
+  /** The regions the gateway granted (address, length, rkey, access per account and page). */
+  get regions(): SessionRegion[] {
+    return this.#ep.answer.regions;
+  }
+
+  /** Where `word` is in its page, from the layout the gateway served. */
+  offset(word: RiskWord): number {
+    const w = RISK_WORDS[word];
+    const layout = this.#ep.answer.layout;
+    const words = w.page === 'risk.remote' ? layout?.remoteOwned : layout?.localOwned;
+    const found = words?.find((x) => x.name === w.name);
+    if (found === undefined) throw new Error(`the gateway's risk layout has no ${w.page} word "${w.name}"`);
+    return found.offset;
+  }
+
+  region(account: bigint, page: string): SessionRegion {
+    const r = this.#ep.answer.regions.find((x) => x.account === account && x.name === page);
+    if (r === undefined) throw new RangeError(`no ${page} region for account ${account} in this session (entitled: ${[...new Set(this.regions.map((x) => x.account))].join(', ')})`);
+    return r;
+  }
+
+  /** RDMA READ of one word. */
+  async read(account: bigint, word: RiskWord): Promise<bigint> {
+    const w = RISK_WORDS[word];
+    const r = this.region(account, w.page);
+    const v = await this.#op('RDMA_READ', r.addr + BigInt(this.offset(word)), r.rkey);
+    return w.signed ? BigInt.asIntN(64, v) : v;
+  }
+
+  /** Every word of the account, the local page read consistently (its seqlock version even and unchanged). */
+  async readAll(account: bigint): Promise<RiskWords> {
+    const creditLimit = await this.read(account, 'creditLimit');
+    const killSwitch = await this.read(account, 'killSwitch');
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const before = await this.read(account, 'version');
+      if (before % 2n === 1n) continue;
+      const position = await this.read(account, 'position');
+      const openNotional = await this.read(account, 'openNotional');
+      const openOrders = await this.read(account, 'openOrders');
+      const tradedNotional = await this.read(account, 'tradedNotional');
+      if ((await this.read(account, 'version')) === before) return { creditLimit, killSwitch, position, openNotional, openOrders, tradedNotional };
+    }
+    throw new Error(`account ${account}: the local risk page kept changing under 100 reads`);
+  }
+
+  /** ATOMIC FETCH_ADD on a remote-owned word; resolves with the value before the add. */
+  fetchAdd(account: bigint, word: 'creditLimit' | 'killSwitch', add: bigint): Promise<bigint> {
+    const w = RISK_WORDS[word];
+    const r = this.region(account, w.page);
+    return this.#op('ATOMIC_FETCH_AND_ADD', r.addr + BigInt(this.offset(word)), r.rkey, BigInt.asUintN(64, add));
+  }
+
+  /** ATOMIC CMP_SWAP on a remote-owned word; resolves with the value before (it swapped iff that equals `compare`). */
+  compareSwap(account: bigint, word: 'creditLimit' | 'killSwitch', compare: bigint, swap: bigint): Promise<bigint> {
+    const w = RISK_WORDS[word];
+    const r = this.region(account, w.page);
+    return this.#op('ATOMIC_CMP_AND_SWP', r.addr + BigInt(this.offset(word)), r.rkey, compare, swap);
+  }
+
+  /** Any 8-byte RDMA operation at an address and rkey of our choosing (to show what the gateway refuses). */
+  raw(opcode: 'RDMA_READ' | 'ATOMIC_FETCH_AND_ADD' | 'ATOMIC_CMP_AND_SWP', remoteAddr: bigint, rkey: number, compareAdd = 0n, swap = 0n): Promise<bigint> {
+    return this.#op(opcode, remoteAddr, rkey, compareAdd, swap);
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer !== undefined) clearImmediate(this.#timer);
+    await this.#ep.closeSession();
+    await this.#ep.close();
+  }
+
+  // One operation at a time (a slot of the buffer per operation would allow
+  // more; risk updates are rare and ordered by intent anyway).
+  #op(opcode: WrOpcode, remoteAddr: bigint, rkey: number, compareAdd = 0n, swap = 0n): Promise<bigint> {
+    const run = async (): Promise<bigint> => {
+      const wrId = this.#nextWr++;
+      const at = this.#ep.sendOffset(0);
+      this.#ep.buffer.writeBigUInt64LE(0n, at);
+      const done = new Promise<Wc>((resolve) => this.#waiting.set(wrId, { resolve }));
+      this.#ep.qp.postSend([
+        { wrId, opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
+      ]);
+      this.#poll();
+      const wc = await done;
+      if (wc.status !== 'IBV_WC_SUCCESS') {
+        throw new RdmaError(wc.status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${wc.status} (the QP is now ${this.#ep.qp.state})`);
+      }
+      return this.#ep.buffer.readBigUInt64LE(at);
+    };
+    const result = this.#chain.then(run, run);
+    this.#chain = result.catch(() => undefined);
+    return result;
+  }
+
+  #poll(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setImmediate(() => {
+      this.#timer = undefined;
+      for (const wc of this.#ep.cq.poll(16)) {
+        const w = this.#waiting.get(wc.wrId);
+        this.#waiting.delete(wc.wrId);
+        w?.resolve(wc);
+      }
+      if (this.#waiting.size > 0) this.#poll();
+    });
+  }
+}
