@@ -11,7 +11,6 @@ import type { LatencyRegistry } from './metrics/latency-registry.js';
 import type { SloService } from './slo/service.js';
 import type { SessionProvider } from './sessions/provider.js';
 import type { FeedService } from '../feed/service.js';
-import type { Registry } from 'prom-client';
 
 /**
  * A feature that plugs into the control plane: the feed service (/v1/feeds)
