@@ -22,7 +22,9 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
   log.info(
     {
       channels: service.config.channels.map((c) => ({ id: c.id, groupA: c.groupA, groupB: c.groupB ?? null })),
-      synthetic: service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
+      source: service.config.source,
+      synthetic: service.config.source === 'synthetic' && service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
+      replay: service.config.source === 'replay' ? service.config.replay : false,
     },
     'feed publishing',
   );
@@ -51,6 +53,7 @@ export function startFeeds(state: GatewayState): ControlExtension | undefined {
         session: service.stats().publisher?.session ?? null,
         channels: service.config.channels.map((c) => channelView(c.id)),
         synthetic: service.stats().synthetic ?? null,
+        replay: service.stats().replay ?? null,
         publishLatency: service.stats().publisher?.publishLatency ?? null,
       }));
       app.get(
