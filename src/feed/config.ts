@@ -64,6 +64,17 @@ export const FeedsConfig = Type.Object(
       },
       { ...strict, default: {} },
     ),
+    /** What feeds the publisher: the synthetic source, or a tick file made by `qpgate record`. */
+    source: Type.Union([Type.Literal('synthetic'), Type.Literal('replay')], { default: 'synthetic' }),
+    replay: Type.Object(
+      {
+        file: Type.Optional(Type.String({ minLength: 1, description: 'a tick file made by `qpgate record`' })),
+        /** 1 = the recorded pacing, 2 = twice as fast, 0 = as fast as the publisher takes them. */
+        speed: Type.Number({ minimum: 0, maximum: 1_000_000, default: 1 }),
+        loop: Type.Boolean({ default: true }),
+      },
+      { ...strict, default: {} },
+    ),
     sendSlots: Type.Integer({ minimum: 8, maximum: 16384, default: 256 }),
     hopLimit: Type.Integer({ minimum: 1, maximum: 255, default: 8 }),
   },
@@ -88,6 +99,9 @@ export function resolveFeedsConfig(input: unknown = {}): FeedsConfig {
   }
   for (const r of cfg.instruments.map) {
     if (!ids.has(r.channel)) throw new TypeError(`feeds config: instruments ${r.from}..${r.to} map to unknown channel ${r.channel}`);
+  }
+  if (cfg.source === 'replay' && cfg.replay.file === undefined) {
+    throw new TypeError('feeds config: /replay/file: source is replay, so a tick file (`qpgate record --out FILE`) is required');
   }
   return cfg;
 }

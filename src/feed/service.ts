@@ -5,12 +5,14 @@ import type { Engine } from '../native/engine.js';
 import { instrumentChannel, resolveFeedsConfig, type FeedsConfig } from './config.js';
 import type { FeedDevice } from './native.js';
 import { createPublisher, type FeedPublisher, type PublisherStats } from './publisher.js';
+import { ReplaySource, type ReplayStats } from './sources/replay.js';
 import { SyntheticSource, type SyntheticStats } from './sources/synthetic.js';
 
 export interface FeedServiceStats {
   running: boolean;
   publisher: PublisherStats | undefined;
   synthetic: SyntheticStats | undefined;
+  replay: ReplayStats | undefined;
 }
 
 export class FeedService {
@@ -18,7 +20,7 @@ export class FeedService {
   readonly #engine: Engine;
   readonly #device: FeedDevice;
   #publisher: FeedPublisher | undefined;
-  #source: SyntheticSource | undefined;
+  #source: SyntheticSource | ReplaySource | undefined;
 
   /** `config` is validated and completed with defaults (resolveFeedsConfig). */
   constructor(engine: Engine, device: FeedDevice, config: unknown = {}) {
@@ -45,6 +47,12 @@ export class FeedService {
       sendSlots: this.config.sendSlots,
       hopLimit: this.config.hopLimit,
     });
+    if (this.config.source === 'replay') {
+      const r = this.config.replay;
+      this.#source = new ReplaySource(this.#publisher, { file: r.file!, speed: r.speed, loop: r.loop });
+      this.#source.start();
+      return;
+    }
     const s = this.config.synthetic;
     if (s.enabled) {
       this.#source = new SyntheticSource(this.#publisher, {
@@ -70,6 +78,12 @@ export class FeedService {
   }
 
   stats(): FeedServiceStats {
-    return { running: this.running, publisher: this.#publisher?.stats(), synthetic: this.#source?.stats() };
+    const source = this.#source;
+    return {
+      running: this.running,
+      publisher: this.#publisher?.stats(),
+      synthetic: source instanceof SyntheticSource ? source.stats() : undefined,
+      replay: source instanceof ReplaySource ? source.stats() : undefined,
+    };
   }
 }

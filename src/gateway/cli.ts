@@ -9,6 +9,8 @@ import { VERSION } from './version.js';
 import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
+import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
+import { readTickFile, TickFileError } from '../feed/recording.js';
 
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('qpgate')
@@ -110,6 +112,30 @@ export async function main(argv: string[]): Promise<number> {
     .action(function (this: Command) {
       const o = this.opts<Parameters<typeof riskCommand>[0]>();
       return run('risk', () => riskCommand(o, print))();
+    });
+
+  addFeedCommands(program, (code) => {
+    exitCode = code;
+  });
+  program
+    .command('replay')
+    .argument('<file>', 'a tick file made by `qpgate record`')
+    .description('run the gateway publishing a tick file instead of the synthetic source (serve with feeds.source=replay)')
+    .addOption(replaySpeedOption())
+    .option('--once', 'publish the file once instead of in a loop')
+    .option('-c, --config <file>', 'YAML config merged over config/default.yaml')
+    .option('-s, --set <key=value>', 'override one config key (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--port <port>', 'control plane port (control.port)')
+    .action(async (file: string, opts: { speed: string; once?: boolean; config?: string; set: string[]; port?: string }) => {
+      try {
+        const { records, truncatedBytes } = readTickFile(file);
+        process.stderr.write(`qpgate replay: ${records.length} messages in ${file}${truncatedBytes ? ` (a partial last record of ${truncatedBytes} bytes left out)` : ''}\n`);
+        exitCode = await serve({ config: opts.config, port: opts.port, set: [...replayOverrides(file, opts), ...opts.set] });
+      } catch (err) {
+        if (!(err instanceof TickFileError) && !(err instanceof ClientError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        process.stderr.write(`qpgate replay: ${(err as Error).message}\n`);
+        exitCode = 2;
+      }
     });
 
   try {

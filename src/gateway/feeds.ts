@@ -35,7 +35,9 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
       {
         feed: DEFAULT_FEED,
         channels: service.config.channels.map((c) => ({ id: c.id, groupA: c.groupA, groupB: c.groupB ?? null })),
-        synthetic: service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
+        source: service.config.source,
+        synthetic: service.config.source === 'synthetic' && service.config.synthetic.enabled ? service.config.synthetic.ratePerSec : false,
+        replay: service.config.source === 'replay' ? service.config.replay : false,
       },
       'feed publishing',
     );

@@ -15,7 +15,7 @@ import { FeedChannelConfig, FeedsConfig } from '../../../feed/config.js';
 import { FEED_NAME_PATTERN, FeedError, type FeedEntry, type FeedRegistry } from '../../feed-registry.js';
 import type { Logger } from '../../log.js';
 
-const { instruments, synthetic, sendSlots, hopLimit } = FeedsConfig.properties;
+const { instruments, synthetic, source, replay, sendSlots, hopLimit } = FeedsConfig.properties;
 
 export const CreateFeedBody = Type.Object(
   {
@@ -23,6 +23,8 @@ export const CreateFeedBody = Type.Object(
     channels: Type.Array(FeedChannelConfig, { minItems: 1, maxItems: 256 }),
     instruments: Type.Optional(instruments),
     synthetic: Type.Optional(synthetic),
+    source: Type.Optional(source),
+    replay: Type.Optional(replay),
     sendSlots: Type.Optional(sendSlots),
     hopLimit: Type.Optional(hopLimit),
   },
@@ -69,7 +71,9 @@ export function feedView(e: FeedEntry) {
     publisher: p
       ? { records: p.records, rejectedRecords: p.rejectedRecords, retries: p.retries, postErrors: p.postErrors, sendErrors: p.sendErrors, queued: p.queued }
       : null,
-    synthetic: { enabled: cfg.synthetic.enabled, ratePerSec: cfg.synthetic.ratePerSec, stats: s.synthetic ?? null },
+    source: cfg.source,
+    synthetic: { enabled: cfg.source === 'synthetic' && cfg.synthetic.enabled, ratePerSec: cfg.synthetic.ratePerSec, stats: s.synthetic ?? null },
+    replay: cfg.source === 'replay' ? { ...cfg.replay, stats: s.replay ?? null } : null,
     instruments: { count: cfg.instruments.count, firstId: cfg.instruments.firstId },
     publishLatency: p?.publishLatency ?? null,
     qp: qpBrief(e),

@@ -1,0 +1,207 @@
+// The feed's command line:
+//   qpgate subscribe   join a running gateway's channels and print ticks live,
+//                      or with --stats rates and latency updating in place
+//   qpgate record      write a live subscription to a tick file (recording.ts)
+//   qpgate replay      run the gateway publishing a tick file instead of the
+//                      synthetic source (`serve` with feeds.source=replay)
+// subscribe and record learn the channels' groups from the gateway's
+// /v1/feeds/:name and receive on a soft device of their own (--address); with
+// --recovery they recover gaps and late joins over RC (role 'recovery').
+import { Option, type Command } from 'commander';
+
+import { ClientError, DEFAULT_URL, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { MessageType } from './messages.js';
+import { TickFileWriter } from './recording.js';
+import { subscribe, type FeedMessage, type FeedSubscriber, type SubscriberChannelConfig } from './subscriber.js';
+
+interface FeedChannelView {
+  id: number;
+  groupA: string;
+  groupB?: string | null;
+}
+
+interface SubscribeFlags extends ClientOptions {
+  feed: string;
+  channel: string[];
+  address: string;
+  count?: string;
+  seconds?: string;
+  stats?: boolean;
+  recovery?: boolean;
+  name?: string;
+  json?: boolean;
+  out?: string;
+}
+
+const typeNames = new Map<number, string>(
+  Object.entries(MessageType)
+    .filter(([, v]) => typeof v === 'number')
+    .map(([k, v]) => [v as number, k.replace(/^MESSAGE_TYPE_/, '')]),
+);
+
+/** A feed's channels, those asked for (all when none), as subscriber channel configs. */
+export async function gatewayChannels(opts: ClientOptions, feed: string, wanted: readonly number[]): Promise<SubscriberChannelConfig[]> {
+  const view = await getJson<{ channels: FeedChannelView[] }>(opts, `/v1/feeds/${encodeURIComponent(feed)}`);
+  const all = view.channels;
+  for (const id of wanted) {
+    if (!all.some((c) => c.id === id)) throw new ClientError(`feed "${feed}" has no channel ${id} (it has ${all.map((c) => c.id).join(', ') || 'none'})`);
+  }
+  return all
+    .filter((c) => wanted.length === 0 || wanted.includes(c.id))
+    .map((c) => ({ id: c.id, groupA: c.groupA, ...(c.groupB ? { groupB: c.groupB } : {}) }));
+}
+
+function parseCount(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new ClientError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** One line per message: channel, sequence, type, instrument and the decoded body. */
+export function formatTick(m: FeedMessage): string {
+  let body: string;
+  try {
+    const d = m.decode();
+    body = d === undefined ? `${m.body.length} bytes` : JSON.stringify(d.value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch (err) {
+    body = `undecodable: ${(err as Error).message}`;
+  }
+  const flags = [m.snapshot ? 'snapshot' : '', m.recovered ? 'recovered' : ''].filter(Boolean).join(',');
+  return `ch ${m.channel} seq ${m.seq} ${typeNames.get(m.type) ?? `type ${m.type}`} instrument ${m.instrumentId}${flags ? ` [${flags}]` : ''} ${body}`;
+}
+
+function statsLine(sub: FeedSubscriber, startedMs: number, previous: { received: number; at: number }): string {
+  const s = sub.stats();
+  const received = s.channels.reduce((a, c) => a + c.received, 0);
+  const now = performance.now();
+  const rate = ((received - previous.received) * 1000) / Math.max(1, now - previous.at);
+  previous.received = received;
+  previous.at = now;
+  const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable') => s.channels.reduce((a, c) => a + c[k], 0);
+  const lat = s.channels[0]?.latency;
+  const us = (ns: number | undefined) => (ns === undefined ? '-' : (ns / 1000).toFixed(1));
+  return (
+    `${((now - startedMs) / 1000).toFixed(0)} s  ${received} msgs  ${rate.toFixed(0)}/s  gaps ${sum('gaps')}  dups ${sum('duplicates')}  ` +
+    `recovered ${sum('recovered')}  lost ${sum('unrecoverable')}  latency p50 ${us(lat?.p50Ns)} µs  p99 ${us(lat?.p99Ns)} µs  p99.9 ${us(lat?.p999Ns)} µs`
+  );
+}
+
+async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
+  const wanted = flags.channel.map((c) => {
+    const n = Number(c);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ClientError(`--channel must be a channel id (0..65535), got ${JSON.stringify(c)}`);
+    return n;
+  });
+  const channels = await gatewayChannels(flags, flags.feed, wanted);
+  try {
+    return await subscribe({
+      engineOptions: {},
+      device: { address: flags.address },
+      channels,
+      onMessage,
+      ...(flags.recovery
+        ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token } }
+        : {}),
+    });
+  } catch (err) {
+    throw new ClientError(`cannot subscribe on ${flags.address}: ${(err as Error).message}`);
+  }
+}
+
+/** Resolves at --count messages, after --seconds, or on SIGINT/SIGTERM. */
+function runUntil(flags: SubscribeFlags, counter: () => number): { done: Promise<void>; check: () => void } {
+  const count = parseCount(flags.count, '--count');
+  const seconds = parseCount(flags.seconds, '--seconds');
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const timer = seconds === undefined ? undefined : setTimeout(finish, seconds * 1000);
+  const onSignal = () => finish();
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+  void done.then(() => {
+    if (timer) clearTimeout(timer);
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+  });
+  return { done, check: () => void (count !== undefined && counter() >= count && finish()) };
+}
+
+function feedCommand(program: Command, name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--url <url>', 'the gateway control plane (for the channels, and recovery)', DEFAULT_URL)
+    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)')
+    .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
+    .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
+    .option('--count <n>', 'stop after n messages')
+    .option('--seconds <s>', 'stop after s seconds')
+    .option('--recovery', 'recover gaps and late joins over RC from the gateway (token with role recovery)')
+    .option('--name <name>', 'the recovery session name (default subscriber-<pid>)');
+}
+
+export function addFeedCommands(program: Command, setExitCode: (code: number) => void): void {
+  const fail = (name: string, err: unknown) => {
+    if (!(err instanceof ClientError)) throw err;
+    process.stderr.write(`qpgate ${name}: ${err.message}\n`);
+    setExitCode(1);
+  };
+
+  feedCommand(program, 'subscribe', 'print a running gateway\'s ticks live (like a feed handler\'s tcpdump), or with --stats rates, gaps and latency')
+    .option('--stats', 'instead of ticks, one line of rates, gaps, recoveries and latency percentiles, updated in place every second')
+    .action(async (flags: SubscribeFlags) => {
+      let received = 0;
+      try {
+        const until = runUntil(flags, () => received);
+        const sub = await openSubscription(flags, (m) => {
+          ++received;
+          if (!flags.stats) process.stdout.write(`${formatTick(m)}\n`);
+          until.check();
+        });
+        const started = performance.now();
+        const previous = { received: 0, at: started };
+        const tty = process.stdout.isTTY === true;
+        const ticker = flags.stats
+          ? setInterval(() => process.stdout.write(tty ? `\r\x1b[2K${statsLine(sub, started, previous)}` : `${statsLine(sub, started, previous)}\n`), 1000)
+          : undefined;
+        await until.done;
+        if (ticker) clearInterval(ticker);
+        if (flags.stats) process.stdout.write(`${tty ? '\r\x1b[2K' : ''}${statsLine(sub, started, previous)}\n`);
+        await sub.close();
+      } catch (err) {
+        fail('subscribe', err);
+      }
+    });
+
+  feedCommand(program, 'record', 'write a live subscription to a tick file, for `qpgate replay` or the replay source')
+    .requiredOption('--out <file>', 'the tick file to write (replaced)')
+    .action(async (flags: SubscribeFlags) => {
+      try {
+        const writer = new TickFileWriter(flags.out!);
+        const until = runUntil(flags, () => writer.records);
+        const sub = await openSubscription(flags, (m) => {
+          writer.append(
+            { channel: m.channel, type: m.type, instrumentId: m.instrumentId, key: m.key, action: m.action, body: m.body, snapshot: m.snapshot },
+            m.receiveTimeNs,
+          );
+          until.check();
+        });
+        await until.done;
+        await sub.close();
+        writer.close();
+        process.stdout.write(`recorded ${writer.records} messages to ${flags.out}\n`);
+      } catch (err) {
+        fail('record', err);
+      }
+    });
+}
+
+/** `qpgate replay FILE`: the serve overrides that make the gateway publish FILE. */
+export function replayOverrides(file: string, flags: { speed: string; once?: boolean }): string[] {
+  const speed = Number(flags.speed);
+  if (!(speed >= 0) || !Number.isFinite(speed)) throw new ClientError(`--speed must be a number >= 0 (0 = as fast as possible), got ${JSON.stringify(flags.speed)}`);
+  return ['feeds.enabled=true', 'feeds.source=replay', `feeds.replay.file=${file}`, `feeds.replay.speed=${speed}`, `feeds.replay.loop=${flags.once ? 'false' : 'true'}`];
+}
+
+export const replaySpeedOption = () => new Option('--speed <x>', '1 = the recorded pacing, 2 = twice as fast, 0 = as fast as possible').default('1');
