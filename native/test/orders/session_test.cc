@@ -471,5 +471,31 @@ TEST(OrderSessions, UnderDropAndReorderEveryOrderIsAnsweredOnceAndFillsAreConser
   EXPECT_EQ(gw.service->counters().disconnects.get(), 0u);
 }
 
+TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGap) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.resend_capacity = 2;
+  Gateway gw("127.66.10.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.10.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  Client again("127.66.10.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
+  gw.run_for({&again}, 20ms);
+  ASSERT_EQ(again.received.size(), 3u);
+  const Welcome* w = again.received[0]->as<Welcome>();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->app_seq, 4u);
+  EXPECT_EQ(w->resend_from, 1u);
+  EXPECT_EQ(app_seqs(again), (std::vector<std::uint64_t>{3, 4}));  // 1 and 2 are no longer kept
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
+}
+
 }  // namespace
 }  // namespace qpgate::orders::test
