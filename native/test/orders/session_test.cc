@@ -497,5 +497,38 @@ TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGa
   EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
 }
 
+TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled) {
+  TempDir dir;
+  Gateway gw("127.66.11.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.11.2");
+  auto ga = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
+  ASSERT_TRUE(ga.ok());
+  a.send(Hello{0});
+  a.send(buy(1, 100, 10));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 1; }));
+  // The atomic is refused by the gateway's device; only the device and the client run now.
+  a.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, ga->regions[0].addr, ga->regions[0].rkey, 0, 1);
+  std::optional<verbs::AsyncEvent> event;
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (!event && std::chrono::steady_clock::now() < until) {
+    gw.device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
+    a.work();
+    event = gw.device->get_async_event();
+  }
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->event_type, verbs::EventType::QP_ACCESS_ERR);
+  EXPECT_EQ(event->context, kSessionA);  // qp_context: the session id
+  EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 1u);
+  EXPECT_FALSE(gw.service->on_async_event(verbs::AsyncEvent{verbs::EventType::QP_ACCESS_ERR, verbs::EventElement::QP,
+                                                            event->element_id + 1, 0},
+                                          engine::monotonic_ns()));
+  EXPECT_TRUE(gw.service->on_async_event(*event, engine::monotonic_ns()));
+  EXPECT_FALSE(gw.service->on_async_event(*event, engine::monotonic_ns()));  // once
+  EXPECT_TRUE(gw.service->sessions()[0].disconnected);
+  EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
+}
+
 }  // namespace
 }  // namespace qpgate::orders::test
