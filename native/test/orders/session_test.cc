@@ -7,6 +7,7 @@
 #include <protozero/pbf_reader.hpp>
 
 #include <algorithm>
+#include <optional>
 
 #include "feed/frame.h"
 #include "session_support.h"
@@ -45,6 +46,16 @@ struct Published {
   std::uint8_t action;
   std::vector<std::uint8_t> body;
 };
+
+// Session A connected, greeted, with one resting buy acknowledged; its grants.
+std::optional<SessionAnswer> one_resting_order(Gateway& gw, Client& a) {
+  auto ga = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
+  if (!ga.ok()) return std::nullopt;
+  a.send(Hello{0});
+  a.send(buy(1, 100, 10));
+  if (!gw.run_until({&a}, [&] { return a.answers == 1; })) return std::nullopt;
+  return *ga;
+}
 
 TEST(OrderSessions, HandshakeThenAcksAndFillsOnBothSidesWithConsecutiveAppSeqs) {
   TempDir dir;
@@ -317,11 +328,8 @@ TEST(OrderSessions, ATradingSessionsAtomicIsARemoteAccessErrorAndCancelsItsOrder
   Gateway gw("127.66.6.1", service_config(dir.file("journal")));
   ASSERT_TRUE(gw.service);
   Client a("127.66.6.2");
-  auto ga = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
-  ASSERT_TRUE(ga.ok());
-  a.send(Hello{0});
-  a.send(buy(1, 100, 10));
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 1; }));
+  const auto ga = one_resting_order(gw, a);
+  ASSERT_TRUE(ga.has_value());
   const RegionGrant& local = ga->regions[0];
   a.atomic(verbs::WrOpcode::ATOMIC_FETCH_AND_ADD, local.addr + LocalOwnedWords::kPosition, local.rkey, 1);
   ASSERT_TRUE(gw.run_until({&a}, [&] {
@@ -502,11 +510,8 @@ TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled)
   Gateway gw("127.66.11.1", service_config(dir.file("journal")));
   ASSERT_TRUE(gw.service);
   Client a("127.66.11.2");
-  auto ga = a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA});
-  ASSERT_TRUE(ga.ok());
-  a.send(Hello{0});
-  a.send(buy(1, 100, 10));
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 1; }));
+  const auto ga = one_resting_order(gw, a);
+  ASSERT_TRUE(ga.has_value());
   // The atomic is refused by the gateway's device; only the device and the client run now.
   a.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, ga->regions[0].addr, ga->regions[0].rkey, 0, 1);
   std::optional<verbs::AsyncEvent> event;
