@@ -69,6 +69,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
                         InstanceMethod<&ServiceWrap::AckLatencyCounts>("ackLatencyCounts"),
                         InstanceMethod<&ServiceWrap::RiskLayout>("riskLayout"),
                         InstanceMethod<&ServiceWrap::ReadRisk>("readRisk"),
+                        InstanceMethod<&ServiceWrap::OnAsyncEvent>("onAsyncEvent"),
                         InstanceMethod<&ServiceWrap::Close>("close")});
   }
   explicit ServiceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ServiceWrap>(info) {}
@@ -267,6 +268,32 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     o.Set("openOrders", Napi::BigInt::New(env, open));
     o.Set("tradedNotional", Napi::BigInt::New(env, traded));
     return o;
+  }
+
+  // onAsyncEvent(event): an event from device.getAsyncEvent() ({type: 'IBV_EVENT_QP_ACCESS_ERR',
+  // element: 'QP', elementId: qpn, ...}); true if it lost one of this service's sessions.
+  Napi::Value OnAsyncEvent(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::string where = "service.onAsyncEvent: event";
+    if (!info[0].IsObject()) type_error(env, where, "an object from device.getAsyncEvent()", info[0]);
+    Napi::Object o = info[0].As<Napi::Object>();
+    if (!o.Get("type").IsString()) type_error(env, where + ".type", "an event type name like 'IBV_EVENT_QP_FATAL'", o.Get("type"));
+    const std::string type = o.Get("type").As<Napi::String>().Utf8Value();
+    verbs::AsyncEvent e;
+    bool known = false;
+    for (int i = 0; i < verbs::kEventTypeCount && !known; ++i) {
+      const auto t = static_cast<verbs::EventType>(i);
+      if (verbs::event_type_enum_name(t) == type) {
+        e.event_type = t;
+        known = true;
+      }
+    }
+    if (!known) throw Napi::RangeError::New(env, where + ".type must be an IBV_EVENT_* name, got '" + type + "'");
+    e.element = verbs::event_element_of(e.event_type);
+    e.element_id = to_u32(env, o.Get("elementId"), where + ".elementId");
+    bool lost = false;
+    with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, engine::monotonic_ns()); });
+    return Napi::Boolean::New(env, lost);
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {

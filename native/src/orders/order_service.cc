@@ -286,6 +286,20 @@ int OrderService::post_ready() {
   return work;
 }
 
+bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_ns) {
+  if (e.element != verbs::EventElement::QP) return false;
+  if (e.event_type != verbs::EventType::QP_FATAL && e.event_type != verbs::EventType::QP_REQ_ERR &&
+      e.event_type != verbs::EventType::QP_ACCESS_ERR) {
+    return false;
+  }
+  for (const auto& s : sessions_) {
+    if (s->qpn() != e.element_id || s->disconnected) continue;
+    lose(*s, now_ns);
+    return true;
+  }
+  return false;
+}
+
 int OrderService::do_work(std::uint64_t now_ns) {
   int work = 0;
   for (std::size_t i = 0; i < sessions_.size(); ++i) {

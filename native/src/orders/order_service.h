@@ -8,7 +8,8 @@
 //   to be posted: clients then meet RNR NAKs; nothing acknowledged is dropped).
 //
 // A session whose QP leaves RTS (an error completion, a failed post, a
-// periodic state check, or close_session) is "lost": on_disconnect runs once
+// periodic state check, an async event handed to on_async_event, or
+// close_session) is "lost": on_disconnect runs once
 // (cancel-on-disconnect if configured). Its sequenced messages — and those
 // made while it is away — stay in its ResendStore; on the next connection's
 // Hello the handler answers Welcome and the service resends from the store
@@ -105,6 +106,11 @@ class OrderService {
   std::vector<SessionInfo> sessions() const;
 
   int do_work(std::uint64_t now_ns);
+  // A device async event, forwarded by whoever drains the device's events
+  // (the agent does not: the device's owner does). QP_FATAL, QP_REQ_ERR and
+  // QP_ACCESS_ERR on a session's QP lose that session at once, before its
+  // flushed completions are polled. True if it concerned a live session.
+  bool on_async_event(const verbs::AsyncEvent& event, std::uint64_t now_ns);
   // Flushes the journal and closes every session (cancel-on-disconnect applies).
   void close(std::uint64_t now_ns);
 
