@@ -411,5 +411,91 @@ TEST(OrderSessions, ARestartKeepsAckedOrdersAndAppSeqsAndResendsWhatTheClientMis
   EXPECT_EQ((*s)->handler().book(kInstrument)->resting_orders(), 1u);
 }
 
+TEST(OrderSessions, UnderDropAndReorderEveryOrderIsAnsweredOnceAndFillsAreConserved) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.handler.journal.sync = SyncPolicy::kNoSync;
+  cfg.recv_depth = 64;
+  cfg.send_depth = 64;
+  cfg.back_pressure_messages = 256;
+  Gateway gw("127.66.9.1", cfg);
+  ASSERT_TRUE(gw.service);
+  verbs::soft::FaultPlan faults;
+  // 5% of the packets lost and 5% reordered, each way through the gateway.
+  faults.tx.drop = faults.rx.drop = 0.05;
+  faults.tx.reorder = faults.rx.reorder = 0.05;
+  gw.device->inject_faults(faults);
+  Client c1("127.66.9.2"), c2("127.66.9.3"), c3("127.66.9.4"), c4("127.66.9.5");
+  std::vector<Client*> clients{&c1, &c2, &c3, &c4};
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(clients[i]->handshake(*gw.service, 20 + i, SessionRole::kTrading, {i % 2 == 0 ? kAccountA : kAccountB}).ok());
+    clients[i]->send(Hello{0});
+  }
+  constexpr std::uint64_t kOrders = 300;  // per session
+  constexpr std::uint64_t kWindow = 24;   // requests in flight per session
+  std::vector<std::uint64_t> sent(4, 0);
+  auto answers = [](const Client& c) { return c.answers; };
+  std::uint64_t seed = 12345;
+  const bool done = gw.run_until(clients, [&] {
+    bool all = true;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      Client& c = *clients[i];
+      while (sent[i] < kOrders && sent[i] - answers(c) < kWindow) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        const std::int64_t price = 100 + 5 * static_cast<std::int64_t>((seed >> 33) % 9);
+        const std::int64_t qty = 1 + static_cast<std::int64_t>((seed >> 40) % 7);
+        ++sent[i];
+        c.send(i % 2 == 0 ? buy(sent[i], price, qty, kAccountA) : sell(sent[i], price, qty, kAccountB));
+      }
+      all = all && answers(c) == kOrders;
+    }
+    return all;
+  }, 20s);
+  ASSERT_TRUE(done) << answers(c1) << " " << answers(c2) << " " << answers(c3) << " " << answers(c4);
+  gw.run_for(clients, 100ms);  // fills still under way
+  std::int64_t bought = 0, sold = 0;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    const Client& c = *clients[i];
+    // Exactly one answer per client order id.
+    std::vector<std::uint64_t> ids;
+    for (const Ack* a : c.all<Ack>()) ids.push_back(a->client_order_id);
+    for (const Reject* r : c.all<Reject>()) ids.push_back(r->client_order_id);
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(ids, one_to(kOrders)) << "session " << 20 + i;
+    EXPECT_EQ(app_seqs(c), one_to(gw.service->handler().last_app_seq(20 + i))) << "session " << 20 + i;
+    for (const Fill* f : c.all<Fill>()) (f->side == Side::kBuy ? bought : sold) += f->quantity;
+  }
+  EXPECT_GT(bought, 0);
+  EXPECT_EQ(bought, sold);
+  EXPECT_GT(gw.device->fault_counters().rx.dropped.get() + gw.device->fault_counters().tx.dropped.get(), 0u);
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 0u);
+}
+
+TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGap) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.resend_capacity = 2;
+  Gateway gw("127.66.10.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.10.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  Client again("127.66.10.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
+  gw.run_for({&again}, 20ms);
+  ASSERT_EQ(again.received.size(), 3u);
+  const Welcome* w = again.received[0]->as<Welcome>();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->app_seq, 4u);
+  EXPECT_EQ(w->resend_from, 1u);
+  EXPECT_EQ(app_seqs(again), (std::vector<std::uint64_t>{3, 4}));  // 1 and 2 are no longer kept
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
+}
+
 }  // namespace
 }  // namespace qpgate::orders::test
