@@ -18,11 +18,13 @@ import { checkAgainstModel, orderStream } from './model-check.js';
 import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS } from './e2e-support.js';
 
 const ORDERS = Number(process.env['QPGATE_ORDERS_E2E_COUNT'] ?? 100_000);
+// The journal's fsync policy for the streams (none | interval | every), to measure what fdatasync costs.
+const FSYNC = process.env['QPGATE_ORDERS_E2E_FSYNC'] ?? 'none';
 const FAULTY_ORDERS = Number(process.env['QPGATE_ORDERS_FAULTS_COUNT'] ?? 100_000);
 
 /** Sends `count` orders from 8 sessions and checks everything against the model; returns the summary line. */
 async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string> {
-  const gw: Gateway = await startOrdersGateway(ordersYaml({ selfMatch: 'cancel-oldest' }));
+  const gw: Gateway = await startOrdersGateway(ordersYaml({ selfMatch: 'cancel-oldest', fsync: FSYNC }));
   const side = await clientSide();
   const clients: OrderClient[] = [];
   try {
@@ -68,7 +70,7 @@ async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string
     return (
       `# ${total} orders in ${seconds.toFixed(1)} s (${Math.round(total / seconds)} orders/s through the TS client), ` +
       `${check.accepted} acked, ${check.rejected} rejected, ${check.trades} trades, ${check.fills} fills, ${cancelled} resting cancelled; ` +
-      `order→ack p50 ${latency.p50Us} µs p99 ${latency.p99Us} µs p99.9 ${latency.p999Us} µs (engine-side, journal fsync none)${faultText}`
+      `order→ack p50 ${latency.p50Us} µs p99 ${latency.p99Us} µs p99.9 ${latency.p999Us} µs (engine-side, journal fsync ${FSYNC})${faultText}`
     );
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
