@@ -15,7 +15,7 @@ import type { Gateway } from '../../src/gateway/service.js';
 import { faultCounters, setFaults, type FaultPlan } from '../../src/native/testing/faults.js';
 import { call, ordersYaml, startOrdersGateway, TOKENS } from './support.js';
 import { checkAgainstModel, orderStream } from './model-check.js';
-import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS } from './e2e-support.js';
+import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS, withProgress } from './e2e-support.js';
 
 const ORDERS = Number(process.env['QPGATE_ORDERS_E2E_COUNT'] ?? 100_000);
 // The journal's fsync policy for the streams (none | interval | every), to measure what fdatasync costs.
@@ -40,7 +40,7 @@ async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string
     const streams = clients.map((_, s) => orderStream(s, Math.ceil(count / SESSIONS), 42));
 
     const started = performance.now();
-    await Promise.all(clients.map((c, s) => Promise.all(streams[s]!.map((o) => c.newOrder(o)))));
+    await withProgress(gw.url, clients, Promise.all(clients.map((c, s) => Promise.all(streams[s]!.map((o) => c.newOrder(o))))));
     const seconds = (performance.now() - started) / 1000;
     await quiesce(gw.url, clients);
 
