@@ -83,3 +83,33 @@ export async function checkRisk(url: string, device: Device, engine: Engine, che
   }
 }
 
+
+/**
+ * Resolves with `work`, or rejects naming where every session stands when no
+ * answer arrived for `stallMs` (a stalled stream fails the test instead of hanging it).
+ */
+export async function withProgress<T>(url: string, clients: OrderClient[], work: Promise<T>, stallMs = 15_000): Promise<T> {
+  let done = false;
+  const watchdog = (async () => {
+    let last = -1n;
+    let since = Date.now();
+    while (!done) {
+      await new Promise((r) => setTimeout(r, 500));
+      const progress = clients.reduce((n, c) => n + c.lastAppSeq, 0n);
+      if (progress !== last) {
+        last = progress;
+        since = Date.now();
+      } else if (Date.now() - since > stallMs && !done) {
+        const sessions = (await call(url, 'GET', '/v1/sessions', TOKENS.ops)).json.sessions;
+        const view = sessions.map((x: Record<string, unknown>) => [x['id'], x['state'], x['lastAppSeq'], x['received'], x['sent'], x['rnrHeld'], x['disconnected']]);
+        const mine = clients.map((c) => [c.id, String(c.lastAppSeq), c.connected, c.stats()]);
+        throw new Error(`no progress for ${stallMs} ms: gateway sessions [id, state, lastAppSeq, received, sent, rnrHeld, disconnected] ${JSON.stringify(view)}; clients ${JSON.stringify(mine)}`);
+      }
+    }
+  })();
+  try {
+    return await Promise.race([work, watchdog.then(() => undefined as never)]);
+  } finally {
+    done = true;
+  }
+}

@@ -15,14 +15,16 @@ import type { Gateway } from '../../src/gateway/service.js';
 import { faultCounters, setFaults, type FaultPlan } from '../../src/native/testing/faults.js';
 import { call, ordersYaml, startOrdersGateway, TOKENS } from './support.js';
 import { checkAgainstModel, orderStream } from './model-check.js';
-import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS } from './e2e-support.js';
+import { cancelResting, checkRisk, clientSide, quiesce, scrape, SESSIONS, withProgress } from './e2e-support.js';
 
 const ORDERS = Number(process.env['QPGATE_ORDERS_E2E_COUNT'] ?? 100_000);
+// The journal's fsync policy for the streams (none | interval | every), to measure what fdatasync costs.
+const FSYNC = process.env['QPGATE_ORDERS_E2E_FSYNC'] ?? 'none';
 const FAULTY_ORDERS = Number(process.env['QPGATE_ORDERS_FAULTS_COUNT'] ?? 100_000);
 
 /** Sends `count` orders from 8 sessions and checks everything against the model; returns the summary line. */
 async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string> {
-  const gw: Gateway = await startOrdersGateway(ordersYaml({ selfMatch: 'cancel-oldest' }));
+  const gw: Gateway = await startOrdersGateway(ordersYaml({ selfMatch: 'cancel-oldest', fsync: FSYNC }));
   const side = await clientSide();
   const clients: OrderClient[] = [];
   try {
@@ -38,7 +40,7 @@ async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string
     const streams = clients.map((_, s) => orderStream(s, Math.ceil(count / SESSIONS), 42));
 
     const started = performance.now();
-    await Promise.all(clients.map((c, s) => Promise.all(streams[s]!.map((o) => c.newOrder(o)))));
+    await withProgress(gw.url, clients, Promise.all(clients.map((c, s) => Promise.all(streams[s]!.map((o) => c.newOrder(o))))));
     const seconds = (performance.now() - started) / 1000;
     await quiesce(gw.url, clients);
 
@@ -68,7 +70,7 @@ async function streamAndCheck(count: number, faults?: FaultPlan): Promise<string
     return (
       `# ${total} orders in ${seconds.toFixed(1)} s (${Math.round(total / seconds)} orders/s through the TS client), ` +
       `${check.accepted} acked, ${check.rejected} rejected, ${check.trades} trades, ${check.fills} fills, ${cancelled} resting cancelled; ` +
-      `order→ack p50 ${latency.p50Us} µs p99 ${latency.p99Us} µs p99.9 ${latency.p999Us} µs (engine-side, journal fsync none)${faultText}`
+      `order→ack p50 ${latency.p50Us} µs p99 ${latency.p99Us} µs p99.9 ${latency.p999Us} µs (engine-side, journal fsync ${FSYNC})${faultText}`
     );
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
