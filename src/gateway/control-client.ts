@@ -115,6 +115,20 @@ interface Status {
 
 const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b) => a + b, 0);
 
+// "Sessions: trading 1 connected of 2, risk 0 connected of 0, recovery ..." and the order service's line.
+function formatSessions(sum: Record<string, unknown>): string[] {
+  const roles = (sum['roles'] as string[] | undefined) ?? [];
+  const byRole = (sum['sessions'] as Record<string, { total: number; connected: number }> | undefined) ?? {};
+  const lines = [`Sessions: ${roles.map((r) => `${r} ${byRole[r]?.connected ?? 0} connected of ${byRole[r]?.total ?? 0}`).join(', ') || 'no roles served'}`];
+  if (typeof sum['journal'] === 'string') {
+    lines.push(
+      `\torders: journal ${sum['journal']} (fsync ${String(sum['fsync'])}), ${String(sum['instruments'])} instruments, ${String(sum['accounts'])} accounts; ` +
+        `received ${String(sum['received'])}, acks ${String(sum['acks'])}, rejects ${String(sum['rejects'])}, fills ${String(sum['fills'])}, open orders ${String(sum['openOrders'])}`,
+    );
+  }
+  return lines;
+}
+
 export function formatStatus(s: Status, url: string): string {
   const out: string[] = [];
   out.push(`Gateway qpgate ${s.version} at ${url}: ${s.ready ? 'ready' : 'not ready'}, up ${Math.round(s.uptimeSeconds)} s`);
@@ -143,7 +157,7 @@ export function formatStatus(s: Status, url: string): string {
     out.push(`\t${o.name}: ${o.status} (p${o.percentile} ≤ ${o.thresholdUs} µs)${w ? `; ${w}` : ''}`);
   }
   out.push(...formatFeeds(s.feeds));
-  out.push(`Sessions: ${s.sessions.enabled ? JSON.stringify(s.sessions.summary) : 'not enabled'}`);
+  out.push(...(s.sessions.enabled ? formatSessions(s.sessions.summary as Record<string, unknown>) : ['Sessions: not enabled']));
   const byState = new Map<string, number>();
   for (const q of s.qps) byState.set(q.state, (byState.get(q.state) ?? 0) + 1);
   out.push(`QPs: ${s.qps.length}${byState.size ? ` (${[...byState].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`);
