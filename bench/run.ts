@@ -5,8 +5,10 @@
 //   ring   JS -> engine -> JS round trip through the SPSC rings, backoff vs spin
 //   transport  soft RoCEv2 RC ping-pong / UD multicast vs C UDP, sockperf and
 //              Node dgram on loopback (bench/transport/run.ts; 5 runs, --quick 1)
+//   feed   the feed (issue #4): native Publisher -> Subscriber vs C sendmmsg
+//          and sockperf multicast (bench/feed/run.ts; 5 runs, --quick 1)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|feed]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +22,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|feed\n`);
     process.exit(2);
   }
 }
@@ -63,6 +65,15 @@ if (!only || only === 'transport') {
   ]);
   step('transport: soft RoCEv2 vs UDP, sockperf and Node dgram on loopback', process.execPath, [
     path.join(root, 'dist/bench/transport/run.js'),
+    '--build-dir', build,
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'feed') {
+  configureNativeBench();
+  step('build feed benchmarks', 'cmake', ['--build', build, '--target', 'bench_feed_native', 'bench_udp_mcast']);
+  step('feed: native publisher -> subscriber vs C sendmmsg and sockperf', process.execPath, [
+    path.join(root, 'dist/bench/feed/run.js'),
     '--build-dir', build,
     ...(quick ? ['--quick'] : []),
   ]);

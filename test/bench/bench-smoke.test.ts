@@ -29,4 +29,13 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^mc_node\s+1024\s+1048\s+3\s+\d/m);
   assert.match(r.stdout, /^RC RTT p50 64 B \/ C busy-poll UDP RTT p50\s+[\d.]+\s+<= 2\s+(PASS|MISS)$/m);
   assert.match(r.stdout, /^UD mcast 64 B x 3 sub: soft sent\/s \/ C sendmmsg sent\/s\s+[\d.]+\s+>= 0\.9\s+(PASS|MISS)$/m);
+  // feed: path 1 (native publisher -> subscriber) at each offered rate, its anchors and aims
+  assert.match(r.stdout, /^Path 1, native Publisher -> Subscriber/m);
+  for (const rate of ['10000', '1000000', 'max']) {
+    assert.match(r.stdout, new RegExp(`^${rate}\\s+\\S+\\s+\\S+\\s+[\\d.]+%\\s+[\\d.]+\\s+\\d`, 'm'));
+  }
+  assert.match(r.stdout, /^C sendmmsg x32 \/ recvmmsg\s+1016 B datagrams\s+\d/m);
+  assert.match(r.stdout, /^native unpaced received ticks\/s \/ C sendmmsg ticks\/s \(zero loss\)\s+[\d.]+\s+>= 0\.8\s+(PASS|MISS)/m);
+  assert.match(r.stdout, /^native p50 at 10000\/s \/ sockperf mcast one-way p50\s+\S+\s+<= 2\s+(PASS|MISS|-)$/m);
+  assert.match(r.stdout, /clock for send times: CLOCK_MONOTONIC/);
 });
