@@ -11,7 +11,10 @@
 // publish call. Ticks due in one loop pass are published together and leave
 // in one frame on the next do_work, as on the engine's duty cycle.
 //
-// Only ticks due after a warm-up (--warmup s) are measured. Prints one
+// Only ticks published after a warm-up (--warmup s) are measured: by the
+// publish time, not the due time, so an offered rate above what the path
+// carries still measures --seconds of sending (its latency then grows with
+// the backlog, as it would for a real feed). Prints one
 // `RESULT {json}` line (bench/transport/bench_common.h).
 #include <signal.h>
 #include <sys/mman.h>
@@ -42,7 +45,7 @@ constexpr std::uint16_t kChannel = 1;
 
 // Shared between the sender and the subscriber process (MAP_SHARED).
 struct Shared {
-  std::atomic<std::uint64_t> measure_from{0};  // due times >= this are measured; 0 = not yet
+  std::atomic<std::uint64_t> measure_from{0};  // ticks published at or after this are measured; 0 = not yet
   std::atomic<int> ready{0};
   std::atomic<int> stop{0};
   std::atomic<int> done{0};
@@ -121,7 +124,7 @@ void run_sub(const bench::Args& a, std::uint32_t group, Shared& sh) {
       if (index++ < skip || m.body.size() < 16) continue;
       const std::uint64_t due = feed::load_le<std::uint64_t>(m.body.data());
       const std::uint64_t called = feed::load_le<std::uint64_t>(m.body.data() + 8);
-      if (from == 0 || due < from) continue;
+      if (from == 0 || called < from) continue;
       const std::uint64_t lat = now > due ? now - due : 0;
       sh.latency.record(lat);
       sh.latency_sum_ns += lat;
@@ -217,14 +220,15 @@ int main(int argc, char** argv) {
         if (n >= per_frame) break;
         due = now;
       }
-      write_tick(tick.data(), body, static_cast<std::uint32_t>(1 + i % 1000), due, monotonic_ns());
+      const std::uint64_t called = monotonic_ns();
+      write_tick(tick.data(), body, static_cast<std::uint32_t>(1 + i % 1000), due, called);
       const auto st = pub->publish(kChannel, tick, 1, due);
       if (st == feed::PublishStatus::kRetry) {
         ++retries;
         break;  // back-pressure: the tick stays due, latency keeps growing from its due time
       }
       if (st != feed::PublishStatus::kOk) die("publish refused a tick");
-      if (due >= measure_from) {
+      if (called >= measure_from) {
         if (sent_measured == 0) measured_first = now;
         measured_last = now;
         ++sent_measured;

@@ -38,4 +38,12 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^native unpaced received ticks\/s \/ C sendmmsg ticks\/s \(zero loss\)\s+[\d.]+\s+>= 0\.8\s+(PASS|MISS)/m);
   assert.match(r.stdout, /^native p50 at 10000\/s \/ sockperf mcast one-way p50\s+\S+\s+<= 2\s+(PASS|MISS|-)$/m);
   assert.match(r.stdout, /clock for send times: CLOCK_MONOTONIC/);
+  // feed: path 2 (TS API end to end vs Node dgram) at each offered rate, and its aims
+  assert.match(r.stdout, /^Path 2, TS API end to end/m);
+  for (const impl of ['qpgate', 'dgram']) {
+    assert.match(r.stdout, new RegExp(`^${impl}\\s+10000\\s+\\d+\\s+\\d+\\s+[\\d.]+%\\s+\\d`, 'm'));
+    assert.match(r.stdout, new RegExp(`^${impl}\\s+1000000\\s+\\S+\\s+\\S+\\s+[\\d.]+%`, 'm'));
+  }
+  assert.match(r.stdout, /^TS received ticks\/s \/ dgram received ticks\/s at 1000k\/s offered\s+[\d.]+\s+>= 2\s+(PASS|MISS)$/m);
+  assert.match(r.stdout, /^TS p99 \/ dgram p99 at 10000\/s\s+[\d.]+\s+/m);
 });
