@@ -41,9 +41,11 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   // feed: path 2 (TS API end to end vs Node dgram) at each offered rate, and its aims
   assert.match(r.stdout, /^Path 2, TS API end to end/m);
   for (const impl of ['qpgate', 'dgram']) {
-    assert.match(r.stdout, new RegExp(`^${impl}\\s+10000\\s+\\d+\\s+\\d+\\s+[\\d.]+%\\s+\\d`, 'm'));
-    assert.match(r.stdout, new RegExp(`^${impl}\\s+1000000\\s+\\S+\\s+\\S+\\s+[\\d.]+%`, 'm'));
+    // A row per rate; '-' when a starved sender measured nothing in the short window.
+    for (const rate of ['10000', '100000', '1000000']) {
+      assert.match(r.stdout, new RegExp(`^${impl}\\s+${rate}\\s+\\S+\\s+\\S+\\s+([\\d.]+%|-)\\s+\\S+`, 'm'));
+    }
   }
-  assert.match(r.stdout, /^TS received ticks\/s \/ dgram received ticks\/s at 1000k\/s offered\s+[\d.]+\s+>= 2\s+(PASS|MISS)$/m);
-  assert.match(r.stdout, /^TS p99 \/ dgram p99 at 10000\/s\s+[\d.]+\s+/m);
+  assert.match(r.stdout, /^TS received ticks\/s \/ dgram received ticks\/s at 1000k\/s offered\s+\S+\s+>= 2\s+(PASS|MISS|-)$/m);
+  assert.match(r.stdout, /^TS p99 \/ dgram p99 at 10000\/s\s+\S+\s+/m);
 });
