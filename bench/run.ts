@@ -8,7 +8,10 @@
 //   rdma       perftest's ib_send/write/atomic_lat vs the ibv backend on rxe in
 //              the rdma-vm guest (bench/rdma/run.ts)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma]
+//   feed       the feed (issue #4): native Publisher -> Subscriber vs C sendmmsg and
+//              sockperf multicast; the TS API vs Node dgram (bench/feed/run.ts; 5 runs, --quick 1)
+//
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +25,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed\n`);
     process.exit(2);
   }
 }
@@ -75,6 +78,15 @@ if (!only || only === 'rdma') {
   step('rdma: perftest vs the ibv backend on rxe in the rdma-vm guest', process.execPath, [
     path.join(root, 'dist/bench/rdma/run.js'),
     '--build', build,
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'feed') {
+  configureNativeBench();
+  step('build feed benchmarks', 'cmake', ['--build', build, '--target', 'bench_feed_native', 'bench_udp_mcast']);
+  step('feed: native publisher -> subscriber vs C sendmmsg and sockperf', process.execPath, [
+    path.join(root, 'dist/bench/feed/run.js'),
+    '--build-dir', build,
     ...(quick ? ['--quick'] : []),
   ]);
 }

@@ -35,4 +35,23 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
     assert.match(r.stdout, /qpgate ibv backend\s+[\d.]+/m);
   }
   assert.match(r.stdout, /^\s+ratio qpgate\/perftest\s+[\d.]+/m);
+  // feed: path 1 (native publisher -> subscriber) at each offered rate, its anchors and aims
+  assert.match(r.stdout, /^Path 1, native Publisher -> Subscriber/m);
+  for (const rate of ['10000', '1000000', 'max']) {
+    assert.match(r.stdout, new RegExp(`^${rate}\\s+\\S+\\s+\\S+\\s+[\\d.]+%\\s+[\\d.]+\\s+\\d`, 'm'));
+  }
+  assert.match(r.stdout, /^C sendmmsg x32 \/ recvmmsg\s+1016 B datagrams\s+\d/m);
+  assert.match(r.stdout, /^native unpaced received ticks\/s \/ C sendmmsg ticks\/s \(zero loss\)\s+[\d.]+\s+>= 0\.8\s+(PASS|MISS)/m);
+  assert.match(r.stdout, /^native p50 at 10000\/s \/ sockperf mcast one-way p50\s+\S+\s+<= 2\s+(PASS|MISS|-)$/m);
+  assert.match(r.stdout, /clock for send times: CLOCK_MONOTONIC/);
+  // feed: path 2 (TS API end to end vs Node dgram) at each offered rate, and its aims
+  assert.match(r.stdout, /^Path 2, TS API end to end/m);
+  for (const impl of ['qpgate', 'dgram']) {
+    // A row per rate; '-' when a starved sender measured nothing in the short window.
+    for (const rate of ['10000', '100000', '1000000']) {
+      assert.match(r.stdout, new RegExp(`^${impl}\\s+${rate}\\s+\\S+\\s+\\S+\\s+([\\d.]+%|-)\\s+\\S+`, 'm'));
+    }
+  }
+  assert.match(r.stdout, /^TS received ticks\/s \/ dgram received ticks\/s at 1000k\/s offered\s+\S+\s+>= 2\s+(PASS|MISS|-)$/m);
+  assert.match(r.stdout, /^TS p99 \/ dgram p99 at 10000\/s\s+\S+\s+/m);
 });
