@@ -117,7 +117,9 @@ const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b
 
 // "Sessions: trading 1 connected of 2, risk 0 connected of 0, recovery ..." and the order service's line.
 function formatSessions(sum: Record<string, unknown>): string[] {
-  const roles = (sum['roles'] as string[] | undefined) ?? [];
+  const order = ['trading', 'risk', 'recovery'];
+  const rank = (r: string) => (order.includes(r) ? order.indexOf(r) : order.length);
+  const roles = [...((sum['roles'] as string[] | undefined) ?? [])].sort((a, b) => rank(a) - rank(b));
   const byRole = (sum['sessions'] as Record<string, { total: number; connected: number }> | undefined) ?? {};
   const lines = [`Sessions: ${roles.map((r) => `${r} ${byRole[r]?.connected ?? 0} connected of ${byRole[r]?.total ?? 0}`).join(', ') || 'no roles served'}`];
   if (typeof sum['journal'] === 'string') {

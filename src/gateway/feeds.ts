@@ -19,10 +19,21 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
   if (device === undefined) return undefined;
   // tick_publish exists from the first feed on (a gateway without feeds has no such latency):
   // deleted feeds' counts stay in it.
+  // Recovery sessions (POST /v1/sessions role 'recovery') are served by the
+  // publisher of the feed a request names, whichever feeds exist then; the
+  // role is offered from the first feed on, as tick_publish is.
+  const recovery = new RecoverySessionProvider({
+    get: (name: string) => {
+      const entry = registry.get(name);
+      return entry && { publisher: () => entry.service.publisher, channels: entry.service.config.channels.map((c) => c.id) };
+    },
+  });
+  state.metricSources.push(recoveryMetrics(recovery));
   let latencyRegistered = false;
   const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, () => {
     if (latencyRegistered) return;
     latencyRegistered = true;
+    state.sessionProviders.push(recovery);
     state.latency.registerLatency('tick_publish', 'Tick publish latency: enqueued by JS to posted on the wire by the engine.', () =>
       LatencyCounts.fromDense(registry.publishLatencyCounts()),
     );
@@ -44,16 +55,6 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
   }
 
 
-  // Recovery sessions (POST /v1/sessions role 'recovery'): served by the
-  // publisher of the feed the request names, whichever feeds exist then.
-  const recovery = new RecoverySessionProvider({
-    get: (name: string) => {
-      const entry = registry.get(name);
-      return entry && { publisher: () => entry.service.publisher, channels: entry.service.config.channels.map((c) => c.id) };
-    },
-  });
-  state.sessionProviders.push(recovery);
-  state.metricSources.push(recoveryMetrics(recovery));
 
   return {
     registry,

@@ -40,6 +40,7 @@ test('qpgate status and qps read a running gateway (token from the state dir, or
     assert.match(s.stdout, /^Feeds: 1$/m);
     assert.match(s.stdout, /^\tdefault: publishing, session \d+, QP \d+ \(RTS\)$/m);
     assert.match(s.stdout, /^\t\tchannel 1 \(239\.77\.0\.1\/239\.77\.0\.2\): next seq \d+, \d+ messages in \d+ frames/m);
+    // Roles in a fixed order, whichever service registered first.
     assert.match(s.stdout, /^Sessions: trading 0 connected of 0, risk 0 connected of 0, recovery 0 connected of 0$/m);
     assert.match(s.stdout, /^\torders: journal \S+orders\.journal \(fsync none\), 8 instruments, 4 accounts; received 0, acks 0, rejects 0, fills 0, open orders 0$/m);
     // The feed's UD QP, made natively by the publisher.
