@@ -122,10 +122,11 @@ function formatSessions(sum: Record<string, unknown>): string[] {
   const roles = [...((sum['roles'] as string[] | undefined) ?? [])].sort((a, b) => rank(a) - rank(b));
   const byRole = (sum['sessions'] as Record<string, { total: number; connected: number }> | undefined) ?? {};
   const lines = [`Sessions: ${roles.map((r) => `${r} ${byRole[r]?.connected ?? 0} connected of ${byRole[r]?.total ?? 0}`).join(', ') || 'no roles served'}`];
-  if (typeof sum['journal'] === 'string') {
+  const o = sum['orders'] as Record<string, unknown> | undefined;
+  if (o !== undefined && typeof o['journal'] === 'string') {
     lines.push(
-      `\torders: journal ${sum['journal']} (fsync ${String(sum['fsync'])}), ${String(sum['instruments'])} instruments, ${String(sum['accounts'])} accounts; ` +
-        `received ${String(sum['received'])}, acks ${String(sum['acks'])}, rejects ${String(sum['rejects'])}, fills ${String(sum['fills'])}, open orders ${String(sum['openOrders'])}`,
+      `\torders: journal ${o['journal']} (fsync ${String(o['fsync'])}), ${String(o['instruments'])} instruments, ${String(o['accounts'])} accounts; ` +
+        `received ${String(o['received'])}, acks ${String(o['acks'])}, rejects ${String(o['rejects'])}, fills ${String(o['fills'])}, open orders ${String(o['openOrders'])}`,
     );
   }
   return lines;
