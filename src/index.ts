@@ -19,3 +19,4 @@ export * from './orders/messages.js';
 export { OrderService, type OrderServiceOptions } from './orders/service.js';
 export { OrdersConfig } from './orders/config.js';
 export * from './orders/handler.js';
+export * from './orders/events.js';

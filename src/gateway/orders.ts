@@ -2,20 +2,23 @@
 // and device (journal under state.dir, trades and book levels on the feed
 // when the feed runs), registers it as the provider of 'trading' and 'risk'
 // sessions, exports its order → ack latency as `order_ack` (the SLOs on it
-// start being evaluated) and its counters on /metrics, and takes part in
-// shutdown: answers in flight drain, then the journal is flushed and the
-// sessions closed before the feed and the device go.
+// start being evaluated) and its counters on /metrics, attaches the TS order
+// handlers of `orders.handlers` (src/orders/handler.ts), and takes part in
+// shutdown: answers in flight drain, the handlers are closed after their last
+// event, then the journal is flushed and the sessions closed before the feed
+// and the device go.
 import type { Engine } from '../native/engine.js';
 import { LatencyCounts } from '../native/latency-counts.js';
 import { OrderService } from '../orders/service.js';
 import { OrderSessionProvider } from '../orders/provider.js';
 import { orderMetrics } from '../orders/metrics.js';
+import { attachOrderHandler, loadOrderHandler, type AttachedOrderHandler } from '../orders/handler.js';
 import type { ControlExtension, GatewayState } from './state.js';
 
 /** The order service's part in the gateway's lifecycle (no routes of its own: /v1/sessions serves it). */
 export type OrdersLifecycle = Required<Pick<ControlExtension, 'summary' | 'drain' | 'close'>> & { readonly service: OrderService };
 
-export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
+export async function startOrders(state: GatewayState): Promise<OrdersLifecycle | undefined> {
   const { config, device } = state;
   if (!config.orders.enabled || device === undefined) return undefined;
   const log = state.logger.child({ component: 'orders' });
@@ -46,6 +49,30 @@ export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
     }
   }
 
+  const handlers: AttachedOrderHandler[] = [];
+  const detachHandlers = async (): Promise<void> => {
+    for (const h of handlers.splice(0)) {
+      await h.detach().catch((err: unknown) => log.error({ err, handler: h.name }, 'order handler close failed'));
+    }
+  };
+  try {
+    for (const [i, spec] of config.orders.handlers.entries()) {
+      const key = `orders.handlers.${i}.module`;
+      const handlerLog = log.child({ handler: spec.module });
+      const plugin = await loadOrderHandler(spec, key, { options: spec.options, stateDir: config.state.dir, logger: handlerLog });
+      handlers.push(
+        attachOrderHandler(service, plugin, (err, event) =>
+          handlerLog.error({ err, kind: event.kind, session: event.session, orderId: String(event.orderId) }, 'order handler threw; the gateway goes on'),
+        ),
+      );
+      log.info({ handler: plugin.name, module: spec.module }, 'order handler attached');
+    }
+  } catch (err) {
+    await detachHandlers();
+    service.close();
+    throw err;
+  }
+
   state.sessionProviders.push(new OrderSessionProvider(service));
   const unregister = state.latency.registerLatency(
     'order_ack',
@@ -55,7 +82,7 @@ export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
       return counts ? LatencyCounts.fromDense(counts) : LatencyCounts.EMPTY;
     },
   );
-  state.metricSources.push(orderMetrics(service));
+  state.metricSources.push(orderMetrics(service, () => handlers));
 
   return {
     service,
@@ -71,6 +98,7 @@ export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
         rejects: s?.rejects ?? 0,
         fills: s?.fills ?? 0,
         openOrders: Number(s?.['openOrders'] ?? 0),
+        handlers: handlers.map((h) => h.name),
       };
     },
     drain: async (timeoutMs: number) => {
@@ -81,6 +109,7 @@ export function startOrders(state: GatewayState): OrdersLifecycle | undefined {
       }
     },
     close: async () => {
+      await detachHandlers();
       const before = service.running ? service.stats() : undefined;
       service.close();
       unregister();

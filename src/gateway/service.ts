@@ -79,7 +79,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     const port = state.device.queryPort(1);
     log.info({ device: state.device.name, gid: state.device.gid, portState: port.state, activeMtu: port.activeMtu }, 'device open');
     state.feeds = startFeeds(state);
-    orders = startOrders(state);
+    orders = await startOrders(state);
     await options.attach?.(state);
     // /v1/sessions exists once some service serves a session role (order entry, feed recovery).
     if (state.sessions === undefined && state.sessionProviders.length > 0) {

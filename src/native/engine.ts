@@ -23,6 +23,8 @@ export const RecordType = {
   feedGap: 18,
   /** fromEngine: a feed channel's session changed (or was first seen). */
   feedSession: 19,
+  /** fromEngine: durable order events of one order service (docs/protocol.md 3.7). */
+  orderEvents: 24,
 } as const;
 
 /** Handles the fromEngine records of one type; `payload` views ring memory, valid only during the call. */

@@ -128,6 +128,19 @@ export const OrdersConfig = Type.Object(
     ),
     orderCapacity: Type.Integer({ minimum: 16, maximum: 1 << 24, default: 1 << 16, description: 'open orders the gateway can hold at once' }),
     publishToFeed: Type.Boolean({ default: true, description: 'publish trades and book levels on the feed when feeds run' }),
+    handlers: Type.Array(
+      Type.Object(
+        {
+          module: Type.String({
+            minLength: 1,
+            description: "'drop-copy' (every order event as a JSON line), or the path of an ES module exporting createOrderHandler(context)",
+          }),
+          options: Type.Record(Type.String(), Type.Unknown(), { default: {}, description: "handed to the handler as context.options" }),
+        },
+        strict,
+      ),
+      { default: [], description: 'TS order handlers that see every order event after the built-in book (src/orders/handler.ts)' },
+    ),
   },
   { ...strict, default: {} },
 );

@@ -2,82 +2,130 @@
 //
 // The built-in handler is the native price-time book (native/src/orders):
 // decode, checks, risk, journal and Ack all run on the engine thread, and the
-// book matches right after the Ack. A deployment may add a TS handler that
-// sees every accepted order right after its Ack — to forward it to an
-// exchange, to hedge, to record it — under this contract:
+// book matches right after the Ack. A deployment adds TS handlers — to
+// forward orders to an exchange, to hedge, to keep a drop copy — that see
+// every step of every order (events.ts) under this contract:
 //
-//   - onOrder runs on the JS thread, after the Ack was posted and the order
-//     journaled: it cannot delay or refuse the ack (the ack path never waits
-//     for another thread), and the built-in book has already matched it.
-//   - Calls come in the gateway's processing order (ascending orderId), once
-//     per order, including after a restart only for orders accepted since.
-//   - It must not block: heavy work goes to a queue of its own.
+//   - onEvent runs on the JS thread after the answer was released and the
+//     journal had it: it cannot delay or refuse an ack (the ack path never
+//     waits for another thread), and the built-in book has already acted.
+//   - Events come in the gateway's processing order, each once; after a
+//     restart, only for what happened since (the journal's replay is not
+//     handed out again).
+//   - It must not block. A handler that falls behind holds events in the
+//     engine, and those count towards the order sessions' back-pressure:
+//     clients meet RNR NAKs rather than anything being dropped.
 //   - A throwing handler is logged and counted; the gateway goes on.
 //
-// What exists today: the native service publishes what the book does (trades
-// and book level changes) on the market-data feed, and exposes counters and
-// risk words; it does not yet hand individual accepted orders to JS (no
-// fromEngine record per order in addon.orders). attachOrderHandler() checks
-// for that hook and refuses, naming what is missing, when the addon has none:
-// nothing here pretends to deliver orders it cannot see.
+// Handlers are configured under `orders.handlers` (config.ts): a module path
+// exporting createOrderHandler(context), or 'drop-copy' for the built-in
+// writer of every event as a JSON line (handlers/drop-copy.ts).
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
 import type { OrderService } from './service.js';
-import type { Side, TimeInForce } from './messages.js';
+import type { OrderEvent } from './events.js';
 
 /** The built-in handler's name. */
 export const BUILT_IN_ORDER_HANDLER = 'native-book';
 
-export interface AcceptedOrder {
-  session: number;
-  orderId: bigint;
-  clientOrderId: bigint;
-  account: bigint;
-  instrumentId: number;
-  side: Side;
-  price: number;
-  quantity: number;
-  timeInForce: TimeInForce;
-  /** CLOCK_MONOTONIC ns at which the Ack was posted. */
-  ackedAtNs: bigint;
-}
-
 export interface OrderHandlerPlugin {
   readonly name: string;
-  onOrder(order: AcceptedOrder): void;
+  onEvent(event: OrderEvent): void;
+  /** Called at shutdown, after the last event. */
+  close?(): void | Promise<void>;
 }
 
-/** The hook a native service with JS order events offers (not in addon.orders yet). */
-interface NativeOrderEvents {
-  onAcceptedOrders(callback: (orders: AcceptedOrder[]) => void): () => void;
+export interface OrderHandlerContext {
+  /** `options` of its `orders.handlers` entry, as configured. */
+  readonly options: Readonly<Record<string, unknown>>;
+  /** state.dir: where a handler keeps files given by relative paths. */
+  readonly stateDir: string;
+  readonly logger: Logger;
 }
 
-export class OrderHandlerUnavailable extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'OrderHandlerUnavailable';
-  }
+/** What a handler module exports as `createOrderHandler`. */
+export type OrderHandlerFactory = (context: OrderHandlerContext) => OrderHandlerPlugin | Promise<OrderHandlerPlugin>;
+
+export interface AttachedOrderHandler {
+  readonly name: string;
+  /** Events handed to onEvent. */
+  readonly events: number;
+  /** onEvent calls that threw. */
+  readonly errors: number;
+  /** Stops its events and closes it. */
+  detach(): Promise<void>;
 }
 
-/**
- * Attaches `handler` to the running service; returns the function that
- * detaches it. Throws OrderHandlerUnavailable when the native service offers
- * no per-order events.
- */
-export function attachOrderHandler(service: OrderService, handler: OrderHandlerPlugin, onError: (err: unknown) => void = () => {}): () => void {
-  const native = service.native as unknown as Partial<NativeOrderEvents>;
-  if (typeof native.onAcceptedOrders !== 'function') {
-    throw new OrderHandlerUnavailable(
-      `order handler "${handler.name}": this build's native order service does not hand accepted orders to JS ` +
-        `(addon.orders has no onAcceptedOrders hook); the built-in ${BUILT_IN_ORDER_HANDLER} handles every order, ` +
-        'and its trades and book changes are on the market-data feed',
-    );
-  }
-  return native.onAcceptedOrders((orders) => {
-    for (const o of orders) {
+/** Attaches `handler` to the running service. `onError` hears each throw of onEvent. */
+export function attachOrderHandler(
+  service: OrderService,
+  handler: OrderHandlerPlugin,
+  onError: (err: unknown, event: OrderEvent) => void = () => {},
+): AttachedOrderHandler {
+  let events = 0;
+  let errors = 0;
+  let detached = false;
+  const stop = service.onOrderEvents((batch) => {
+    for (const e of batch) {
+      events++;
       try {
-        handler.onOrder(o);
+        handler.onEvent(e);
       } catch (err) {
-        onError(err);
+        errors++;
+        onError(err, e);
       }
     }
   });
+  return {
+    name: handler.name,
+    get events() {
+      return events;
+    },
+    get errors() {
+      return errors;
+    },
+    async detach() {
+      if (detached) return;
+      detached = true;
+      stop();
+      await handler.close?.();
+    },
+  };
+}
+
+export interface OrderHandlerSpec {
+  module: string;
+  options: Record<string, unknown>;
+}
+
+/** Built-in handler modules, by the name used in `orders.handlers[].module`. */
+const BUILT_IN_MODULES: Readonly<Record<string, string>> = { 'drop-copy': './handlers/drop-copy.js' };
+
+/**
+ * Imports a handler module and makes its handler. Throws an Error naming
+ * `key` (e.g. 'orders.handlers.0.module') and what went wrong.
+ */
+export async function loadOrderHandler(spec: OrderHandlerSpec, key: string, context: OrderHandlerContext): Promise<OrderHandlerPlugin> {
+  const builtIn = BUILT_IN_MODULES[spec.module];
+  const url = builtIn !== undefined ? new URL(builtIn, import.meta.url).href : pathToFileURL(isAbsolute(spec.module) ? spec.module : resolve(spec.module)).href;
+  let mod: { createOrderHandler?: unknown };
+  try {
+    mod = (await import(url)) as { createOrderHandler?: unknown };
+  } catch (err) {
+    throw new Error(`${key}: cannot load order handler module '${spec.module}': ${(err as Error).message}`);
+  }
+  if (typeof mod.createOrderHandler !== 'function') {
+    throw new Error(`${key}: module '${spec.module}' exports no createOrderHandler(context) function`);
+  }
+  let handler: OrderHandlerPlugin;
+  try {
+    handler = await (mod.createOrderHandler as OrderHandlerFactory)(context);
+  } catch (err) {
+    throw new Error(`${key}: createOrderHandler of '${spec.module}' failed: ${(err as Error).message}`);
+  }
+  if (handler === null || typeof handler !== 'object' || typeof handler.onEvent !== 'function' || typeof handler.name !== 'string') {
+    throw new Error(`${key}: createOrderHandler of '${spec.module}' returned no { name: string, onEvent(event) } handler`);
+  }
+  return handler;
 }

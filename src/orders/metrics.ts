@@ -1,12 +1,14 @@
 // Order-entry metrics for /metrics, read from the native service's counters
 // when Prometheus scrapes (never per order): requests, acks, rejects by
 // reason, fills, decode errors, journal records and syncs, back-pressure
-// episodes, and the sessions by role and state. The order → ack latency
+// episodes, the sessions by role and state, and the order events handed to
+// the TS order handlers (per handler: events, errors). The order → ack latency
 // histogram (qpgate_order_ack_latency_seconds) is the `order_ack` latency
 // source, exported by the LatencyRegistry like tick_publish.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OrderService } from './service.js';
 import type { NativeOrderStats } from './native.js';
+import type { AttachedOrderHandler } from './handler.js';
 
 type Numeric = (s: NativeOrderStats) => number;
 const field = (name: string): Numeric => (s) => Number(s[name] ?? 0);
@@ -25,10 +27,11 @@ const COUNTERS: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
   ['qpgate_order_journal_syncs_total', 'fdatasync calls of the order journal.', field('journalSyncs')],
   ['qpgate_order_back_pressure_events_total', 'Times receives were held back (clients got RNR NAKs) because answers were waiting.', field('backPressureEvents')],
   ['qpgate_order_session_disconnects_total', "Trading and risk sessions whose QP left RTS.", field('disconnects')],
+  ['qpgate_order_events_total', 'Order events (accepted, replaced, filled, cancelled) handed from the engine to the TS order handlers.', field('orderEvents')],
 ];
 
 /** Adds the order-entry families to `registry`; `service` may be closed later (the families then read 0). */
-export function orderMetrics(service: OrderService): (registry: Registry) => void {
+export function orderMetrics(service: OrderService, handlers: () => readonly AttachedOrderHandler[] = () => []): (registry: Registry) => void {
   return (registry) => {
     const stats = (): NativeOrderStats | undefined => (service.running ? service.stats() : undefined);
     // One family per native counter, refilled from stats() on every scrape.
@@ -78,6 +81,21 @@ export function orderMetrics(service: OrderService): (registry: Registry) => voi
       collect() {
         const s = stats();
         this.set(s ? Number(s.durablePosition) : 0);
+      },
+    });
+    family('qpgate_order_handler_events_total', 'Order events each TS order handler was given.', ['handler'], (_s, inc) => {
+      for (const h of handlers()) inc({ handler: h.name }, h.events);
+    });
+    family('qpgate_order_handler_errors_total', "Order events a TS order handler's onEvent threw on (logged; the gateway goes on).", ['handler'], (_s, inc) => {
+      for (const h of handlers()) inc({ handler: h.name }, h.errors);
+    });
+    new Gauge({
+      name: 'qpgate_order_events_waiting',
+      help: 'Order events held in the engine for the journal or for the TS handlers to catch up (they count towards back-pressure).',
+      registers: [registry],
+      collect() {
+        const s = stats();
+        this.set(s ? Number(s['orderEventsWaiting'] ?? 0) : 0);
       },
     });
     new Gauge({

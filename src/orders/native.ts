@@ -97,6 +97,8 @@ export interface NativeOrderService {
   ackLatencyCounts(): Float64Array;
   riskLayout(): NativeRiskLayout;
   readRisk(account: bigint): NativeRiskWords;
+  /** Starts/stops the engine's order-event records (RecordType.orderEvents) for this service. */
+  deliverOrderEvents(on: boolean): void;
   /** Flushes the journal and closes every session. */
   close(): void;
   [k: string]: unknown;

@@ -6,16 +6,19 @@
 // book level change on that publisher (channel per instrument).
 //
 // Everything per order happens on the engine thread; this class is control
-// path: open/close sessions, read counters, shut down (journal flushed).
+// path: open/close sessions, read counters, shut down (journal flushed) —
+// and the order events (events.ts) for TS order-handler plug-ins, which the
+// engine makes only while someone listens.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Engine } from '../native/engine.js';
+import { RecordType, type Engine } from '../native/engine.js';
 import type { Device } from '../native/verbs.js';
 import { nativeDeviceOf } from '../feed/native.js';
 import type { FeedsConfig } from '../feed/config.js';
 import type { FeedPublisher } from '../feed/publisher.js';
 import { md, MessageType, type MarketDataMessage } from '../feed/messages.js';
 import { nativeServiceConfig, type NativeOrderServiceConfig, type OrdersConfig } from './config.js';
+import { orderEventsServiceId, readOrderEvents, type OrderEvent } from './events.js';
 import {
   nativeOrders,
   type NativeOpenSession,
@@ -44,6 +47,8 @@ export class OrderService {
   readonly #publisher: FeedPublisher | undefined;
   #native: NativeOrderService | undefined;
   #closed = false;
+  readonly #eventListeners = new Set<(events: OrderEvent[]) => void>();
+  #stopEventRoute: (() => void) | undefined;
 
   constructor(engine: Engine, device: Device, config: OrdersConfig, options: OrderServiceOptions) {
     this.config = config;
@@ -109,9 +114,40 @@ export class OrderService {
     return this.native.readRisk(account);
   }
 
+  /**
+   * Calls `listener` with each batch of order events (accepted, replaced,
+   * filled, cancelled), in the gateway's processing order, each once, after
+   * the journal had them. The engine makes events only while a listener is
+   * attached, and a listener that falls behind back-pressures the order
+   * sessions (docs/protocol.md 3.7): listeners must not block. Returns the
+   * function that detaches it.
+   */
+  onOrderEvents(listener: (events: OrderEvent[]) => void): () => void {
+    const native = this.native;
+    if (this.#eventListeners.size === 0) {
+      const id = native.id;
+      this.#stopEventRoute = this.#engine.onRecord(RecordType.orderEvents, (p) => {
+        if (orderEventsServiceId(p) !== id) return;
+        const events = readOrderEvents(p);
+        for (const l of this.#eventListeners) l(events);
+      });
+      native.deliverOrderEvents(true);
+    }
+    this.#eventListeners.add(listener);
+    return () => {
+      if (!this.#eventListeners.delete(listener) || this.#eventListeners.size > 0) return;
+      if (this.#native !== undefined) this.#native.deliverOrderEvents(false);
+      this.#stopEventRoute?.();
+      this.#stopEventRoute = undefined;
+    };
+  }
+
   /** Flushes the journal, closes every session (their QPs to ERR) and releases the service. Idempotent. */
   close(): void {
     this.#closed = true;
+    this.#eventListeners.clear();
+    this.#stopEventRoute?.();
+    this.#stopEventRoute = undefined;
     const n = this.#native;
     this.#native = undefined;
     n?.close();

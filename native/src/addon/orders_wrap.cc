@@ -70,6 +70,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
                         InstanceMethod<&ServiceWrap::RiskLayout>("riskLayout"),
                         InstanceMethod<&ServiceWrap::ReadRisk>("readRisk"),
                         InstanceMethod<&ServiceWrap::OnAsyncEvent>("onAsyncEvent"),
+                        InstanceMethod<&ServiceWrap::DeliverOrderEvents>("deliverOrderEvents"),
                         InstanceMethod<&ServiceWrap::Close>("close")});
   }
   explicit ServiceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ServiceWrap>(info) {}
@@ -211,6 +212,8 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"resendGaps", c.resend_gaps.get()},
               {"cqOverflows", c.cq_overflows.get()},
               {"pendingMessages", c.pending.get()},
+              {"orderEvents", c.order_events.get()},
+              {"orderEventsWaiting", c.order_events_waiting.get()},
               {"mdPublished", s.market_data().counters().published.get()},
               {"mdUnpublished", s.market_data().counters().unpublished.get()},
               {"mdRetries", s.market_data().counters().retries.get()},
@@ -294,6 +297,20 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     bool lost = false;
     with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, engine::monotonic_ns()); });
     return Napi::Boolean::New(env, lost);
+  }
+
+  // deliverOrderEvents(on): start/stop the kOrderEvents fromEngine records
+  // (docs/protocol.md 3.7) of this service. While off, no events are made.
+  Napi::Value DeliverOrderEvents(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsBoolean()) type_error(env, "service.deliverOrderEvents: on", "a boolean", info[0]);
+    const bool on = info[0].As<Napi::Boolean>().Value();
+    orders::OrderAgent* agent = agent_;
+    const std::uint32_t id = id_;
+    bool done = false;
+    with_service(env, "service.deliverOrderEvents", [&](orders::OrderService&) { done = agent->deliver_order_events(id, on); });
+    if (!done) throw Napi::Error::New(env, "service.deliverOrderEvents: the engine has no fromEngine ring");
+    return env.Undefined();
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {

@@ -30,4 +30,9 @@ inline constexpr std::int32_t kFeedGap = 18;
 // fromEngine: a channel's session changed (or was first seen).
 inline constexpr std::int32_t kFeedSession = 19;
 
+// ---- orders (native/src/orders/order_events.h; docs/protocol.md 3.7)
+// fromEngine: durable order events of one order service (accepted, replaced,
+// filled, cancelled), for a JS order handler.
+inline constexpr std::int32_t kOrderEvents = 24;
+
 }  // namespace qpgate::engine::record_type

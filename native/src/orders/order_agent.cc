@@ -4,6 +4,7 @@
 
 #include "engine/clock.h"
 #include "engine/command_agent.h"
+#include "engine/record_types.h"
 #include "feed/feed_agent.h"
 
 namespace qpgate::orders {
@@ -84,6 +85,24 @@ bool OrderAgent::remove_service(std::uint32_t id) {
   if (it == services_.end()) return false;
   it->second->close(engine::monotonic_ns());
   services_.erase(it);
+  return true;
+}
+
+bool OrderAgent::deliver_order_events(std::uint32_t id, bool on) {
+  OrderService* s = service(id);
+  if (s == nullptr || context_ == nullptr || context_->from_engine == nullptr) return false;
+  if (!on) {
+    s->set_order_event_sink({});
+    return true;
+  }
+  engine::SpscProducer* ring = context_->from_engine;
+  s->set_order_event_sink([ring, id](std::span<const OrderEvent> events) {
+    const std::size_t bytes = order_event_record::kHeaderBytes + events.size() * order_event_record::kEventBytes;
+    std::byte* at = ring->claim(engine::record_type::kOrderEvents, static_cast<std::int32_t>(bytes));
+    if (at == nullptr) return false;  // the ring is full: JS is behind; try again next cycle
+    encode_order_events(id, events, engine::monotonic_ns(), reinterpret_cast<std::uint8_t*>(at));
+    return true;
+  });
   return true;
 }
 

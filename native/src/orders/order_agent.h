@@ -44,6 +44,10 @@ class OrderAgent final : public engine::Agent {
   // Closes (journal flushed, sessions closed) and frees it.
   bool remove_service(std::uint32_t id);
   OrderService* service(std::uint32_t id) const;
+  // Starts (or stops) writing service `id`'s durable order events into the
+  // fromEngine ring as kOrderEvents records. False if there is no such
+  // service or no ring (an agent driven by hand).
+  bool deliver_order_events(std::uint32_t id, bool on);
   std::size_t service_count() const { return services_.size(); }
 
  private:

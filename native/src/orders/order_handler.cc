@@ -14,6 +14,25 @@ bool notional_of(std::int64_t price, std::int64_t quantity, std::int64_t& out) {
   return !__builtin_mul_overflow(price, quantity, &out) && out >= 0;
 }
 
+// An order's event with the node's fields; callers adjust what differs.
+OrderEvent event_of(OrderEventKind kind, const OrderNode& n, std::int64_t quantity, std::uint64_t app_seq) {
+  OrderEvent e;
+  e.kind = kind;
+  e.side = n.side;
+  e.time_in_force = n.time_in_force;
+  e.session = n.session;
+  e.instrument_id = n.instrument_id;
+  e.order_id = n.order_id;
+  e.client_order_id = n.client_order_id;
+  e.orig_client_order_id = n.client_order_id;
+  e.account = n.account;
+  e.price = n.price;
+  e.quantity = quantity;
+  e.leaves = n.leaves;
+  e.app_seq = app_seq;
+  return e;
+}
+
 }  // namespace
 
 // ---- construction and replay -------------------------------------------------
@@ -536,6 +555,7 @@ void OrderHandler::apply_new_order(const NewOrderRecord& r, OutBuffer& out) {
   e.order_id = order_id;
   e.slot = slot;
   out.add(s.id, seq, Ack{seq, r.client_order_id, order_id, false});
+  out.add_order_event(event_of(OrderEventKind::kAccepted, n, r.quantity, seq));
   counters_.acks.add();
   risk_.find(r.account)->local_update(0, r.price * r.quantity, 1, 0);
 
@@ -564,6 +584,11 @@ void OrderHandler::apply_cancel(const CancelRecord& r, OutBuffer& out) {
   e.quantity = cancelled;
   out.add(s.id, seq,
           CancelAck{seq, r.client_order_id, r.orig_client_order_id, n.order_id, CancelReason::kRequested, cancelled, false});
+  OrderEvent cancel_event = event_of(OrderEventKind::kCancelled, n, cancelled, seq);
+  cancel_event.client_order_id = r.client_order_id;
+  cancel_event.cancel_reason = CancelReason::kRequested;
+  cancel_event.leaves = 0;
+  out.add_order_event(cancel_event);
   counters_.cancel_acks.add();
   risk_.find(n.account)->local_update(0, -(n.price * cancelled), -1, 0);
   unlink_open(slot);
@@ -589,6 +614,11 @@ void OrderHandler::apply_replace(const ReplaceRecord& r, OutBuffer& out) {
   e.priority_kept = keeps;
   out.add(s.id, seq,
           ReplaceAck{seq, r.client_order_id, r.orig_client_order_id, n.order_id, r.price, r.quantity, keeps, false});
+  OrderEvent replace_event = event_of(OrderEventKind::kReplaced, n, r.quantity, seq);
+  replace_event.client_order_id = r.client_order_id;
+  replace_event.price = r.price;
+  replace_event.leaves = r.quantity;
+  out.add_order_event(replace_event);
   counters_.replace_acks.add();
   risk_.find(n.account)->local_update(0, r.price * r.quantity - n.price * n.leaves, 0, 0);
   bool priority_kept = false;
@@ -617,6 +647,10 @@ void OrderHandler::cancel_unsolicited(const OrderNode& n, std::int64_t quantity,
   Session& s = session(n.session);
   const std::uint64_t seq = ++s.last_app_seq;
   out_->add(s.id, seq, CancelAck{seq, n.client_order_id, n.client_order_id, n.order_id, reason, quantity, false});
+  OrderEvent e = event_of(OrderEventKind::kCancelled, n, quantity, seq);
+  e.cancel_reason = reason;
+  e.leaves = 0;
+  out_->add_order_event(e);
   counters_.unsolicited_cancels.add();
 }
 
@@ -676,6 +710,10 @@ void OrderHandler::on_trade(const OrderNode& aggressor, const OrderNode& resting
     out_->add(s.id, seq,
               Fill{seq, n->client_order_id, n->order_id, n->instrument_id, n->side, price, quantity, n->leaves, trade_id,
                    liquidity});
+    OrderEvent e = event_of(OrderEventKind::kFilled, *n, quantity, seq);
+    e.price = price;
+    e.trade_id = trade_id;
+    out_->add_order_event(e);
     counters_.fills.add();
     const std::int64_t signed_qty = n->side == Side::kBuy ? quantity : -quantity;
     risk_.find(n->account)->local_update(signed_qty, -(n->price * quantity), 0,

@@ -173,8 +173,14 @@ void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   out_.clear();
 }
 
+void OrderService::set_order_event_sink(OrderEventSink sink) {
+  event_sink_ = std::move(sink);
+  if (!event_sink_) events_.clear();
+  counters_.order_events_waiting.set(events_.size());
+}
+
 std::size_t OrderService::pending() const noexcept {
-  std::size_t n = 0;
+  std::size_t n = events_.size();
   for (const auto& s : sessions_) n += s->out().size();
   return n;
 }
@@ -224,6 +230,9 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
     } else if (s->greeted) {
       s->out().push(m.app_seq, durable, latency_from, bytes);
     }
+  }
+  if (event_sink_) {
+    for (const OrderEvent& e : out_.order_events()) events_.push(e, durable);
   }
   if (config_.feed_publisher_id != 0 && (!out_.trades().empty() || !out_.level_changes().empty())) {
     market_data_.absorb(out_, durable, now_ns, engine::realtime_ns(), *handler_);
@@ -311,6 +320,12 @@ int OrderService::do_work(std::uint64_t now_ns) {
   if (config_.feed_publisher_id != 0) {
     work += static_cast<int>(market_data_.publish_ready(handler_->durable_position(), &sink_));
   }
+  if (event_sink_ && events_.size() != 0) {
+    const std::size_t n = events_.release(handler_->durable_position(), event_sink_);
+    counters_.order_events.add(n);
+    work += static_cast<int>(n);
+  }
+  counters_.order_events_waiting.set(events_.size());
   const std::size_t waiting = pending();
   counters_.pending.set(waiting);
   const bool pressed = waiting > config_.back_pressure_messages;

@@ -5,7 +5,9 @@
 //   handler.poll (group commit) → post the SENDs whose journal records are
 //   durable → publish the durable trades/book changes on the feed → re-post
 //   receives unless back-pressured (more than `back_pressure_messages` waiting
-//   to be posted: clients then meet RNR NAKs; nothing acknowledged is dropped).
+//   to be posted: clients then meet RNR NAKs; nothing acknowledged is dropped)
+//   → hand the durable order events to the order-event sink, if one is
+//   attached (a JS handler; its backlog counts towards back-pressure).
 //
 // A session whose QP leaves RTS (an error completion, a failed post, a
 // periodic state check, an async event handed to on_async_event, or
@@ -31,6 +33,7 @@
 #include "engine/counters.h"
 #include "metrics/latency_histogram.h"
 #include "orders/market_data.h"
+#include "orders/order_events.h"
 #include "orders/order_handler.h"
 #include "orders/rc_session.h"
 #include "orders/resend_store.h"
@@ -90,7 +93,9 @@ struct ServiceCounters {
   engine::SingleWriterCounter back_pressure_events; // times receives stopped being re-posted
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
   engine::SingleWriterCounter cq_overflows;
-  engine::SingleWriterCounter pending;              // messages waiting to be posted (gauge)
+  engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
+  engine::SingleWriterCounter order_events;         // order events handed to the sink
+  engine::SingleWriterCounter order_events_waiting; // queued for the journal or the sink (gauge)
 };
 
 class OrderService {
@@ -116,6 +121,10 @@ class OrderService {
 
   // Where durable trades and book changes go (the agent sets the FeedAgent's publisher).
   void set_market_data_sink(MarketDataSink sink) { sink_ = std::move(sink); }
+  // Where durable order events go (the agent's fromEngine writer); events
+  // are made only while a sink is set. An empty sink detaches (and forgets
+  // what was queued).
+  void set_order_event_sink(OrderEventSink sink);
 
   const ServiceConfig& config() const noexcept { return config_; }
   OrderHandler& handler() noexcept { return *handler_; }
@@ -151,6 +160,8 @@ class OrderService {
   OutBuffer out_;
   MarketData market_data_;
   MarketDataSink sink_;
+  OrderEventSink event_sink_;
+  OrderEventQueue events_;
   bool back_pressured_ = false;
   ServiceCounters counters_;
   metrics::LatencyHistogram ack_latency_;

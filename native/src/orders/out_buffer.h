@@ -1,5 +1,6 @@
 // Where the order handler puts what one input produced: encoded messages for
-// sessions, and market-data events for the feed. The caller owns it and
+// sessions, market-data events for the feed, and what happened to each
+// order (order_events.h). The caller owns it and
 // reuses it (clear() keeps the memory), so after warm-up nothing allocates;
 // a sweep bigger than any before grows it once rather than losing a fill.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "orders/codec.h"
+#include "orders/order_events.h"
 #include "orders/order_book.h"
 
 namespace qpgate::orders {
@@ -35,6 +37,7 @@ class OutBuffer {
     messages_.reserve(messages);
     levels_.reserve(messages);
     trades_.reserve(messages);
+    order_events_.reserve(messages);
   }
 
   void clear() noexcept {
@@ -42,6 +45,7 @@ class OutBuffer {
     messages_.clear();
     levels_.clear();
     trades_.clear();
+    order_events_.clear();
     durable_position_ = 0;
   }
 
@@ -51,6 +55,7 @@ class OutBuffer {
   }
   std::span<const LevelChange> level_changes() const noexcept { return levels_; }
   std::span<const TradeEvent> trades() const noexcept { return trades_; }
+  std::span<const OrderEvent> order_events() const noexcept { return order_events_; }
   // Send nothing (messages or feed events) before the journal's
   // durable_position() reaches this.
   std::uint64_t durable_position() const noexcept { return durable_position_; }
@@ -65,6 +70,7 @@ class OutBuffer {
   }
   void add_level(const LevelChange& c) { levels_.push_back(c); }
   void add_trade(const TradeEvent& t) { trades_.push_back(t); }
+  void add_order_event(const OrderEvent& e) { order_events_.push_back(e); }
   void require_durable(std::uint64_t position) noexcept {
     if (position > durable_position_) durable_position_ = position;
   }
@@ -74,6 +80,7 @@ class OutBuffer {
   std::vector<OutMessage> messages_;
   std::vector<LevelChange> levels_;
   std::vector<TradeEvent> trades_;
+  std::vector<OrderEvent> order_events_;
   std::uint64_t durable_position_ = 0;
 };
 

@@ -236,6 +236,47 @@ TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) 
   EXPECT_EQ(a.count_sent_completions(), kOrders + 1);
 }
 
+TEST(OrderSessions, OrderEventsFollowTheAcksAndASlowSinkBackPressuresWithoutLosingAny) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.back_pressure_messages = 8;
+  Gateway gw("127.66.13.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.13.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  a.send(Hello{0});
+  a.send(buy(1, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 1; }));
+  EXPECT_EQ(gw.service->counters().order_events.get(), 0u) << "no sink: no events made";
+
+  // A JS handler that is behind: the sink refuses until told otherwise.
+  bool accepting = false;
+  std::vector<OrderEvent> seen;
+  gw.service->set_order_event_sink([&](std::span<const OrderEvent> batch) {
+    if (!accepting) return false;
+    seen.insert(seen.end(), batch.begin(), batch.end());
+    return true;
+  });
+  constexpr std::uint64_t kOrders = 40;
+  for (std::uint64_t i = 2; i <= kOrders + 1; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return gw.service->counters().back_pressure_events.get() >= 1; }))
+      << "events waiting for the handler did not hold back the receives";
+  const std::uint64_t answered = a.answers;
+  EXPECT_LT(answered, kOrders + 1) << "receives went on being re-posted";
+  EXPECT_GT(gw.service->counters().order_events_waiting.get(), cfg.back_pressure_messages);
+
+  accepting = true;
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == kOrders + 1 && seen.size() == kOrders; }, 10s))
+      << a.all<Ack>().size() << " acks, " << seen.size() << " events";
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].kind, OrderEventKind::kAccepted);
+    EXPECT_EQ(seen[i].client_order_id, i + 2) << "in processing order, each once";
+    EXPECT_EQ(seen[i].session, kSessionA);
+  }
+  EXPECT_EQ(gw.service->counters().order_events.get(), kOrders);
+  EXPECT_EQ(gw.service->counters().order_events_waiting.get(), 0u);
+}
+
 TEST(OrderSessions, RiskAtomicsOnGrantedWordsChangeWhatTheOrderPathDoes) {
   TempDir dir;
   Gateway gw("127.66.4.1", service_config(dir.file("journal")));
