@@ -501,7 +501,16 @@ TEST(OrderSessions, UnderDropAndReorderEveryOrderIsAnsweredOnceAndFillsAreConser
     return all;
   }, 20s);
   ASSERT_TRUE(done) << answers(c1) << " " << answers(c2) << " " << answers(c3) << " " << answers(c4);
-  gw.run_for(clients, 100ms);  // fills still under way
+  // Fills may still be under way (retransmitted after a drop): wait until
+  // every session has seen everything the gateway sequenced for it.
+  const bool caught_up = gw.run_until(clients, [&] {
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      const std::vector<std::uint64_t> seqs = app_seqs(*clients[i]);
+      if (seqs.size() != gw.service->handler().last_app_seq(20 + i)) return false;
+    }
+    return true;
+  }, 20s);
+  EXPECT_TRUE(caught_up) << "a session never received all of its sequenced messages";
   std::int64_t bought = 0, sold = 0;
   for (std::uint32_t i = 0; i < 4; ++i) {
     const Client& c = *clients[i];
