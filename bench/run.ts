@@ -95,7 +95,7 @@ if (!only || only === 'feed') {
 }
 if (!only || only === 'orders') {
   configureNativeBench();
-  step('build order-entry benchmarks', 'cmake', ['--build', build, '--target', 'bench_orders_rc', 'bench_orders', 'bench_udp_pingpong']);
+  step('build order-entry benchmarks', 'cmake', ['--build', build, '--target', 'bench_orders_rc', 'bench_orders', 'bench_udp_pingpong', 'bench_soft_rc_pingpong']);
   step('orders: order -> Ack over RC vs C UDP, sockperf and a Node TCP gateway', process.execPath, [
     path.join(root, 'dist/bench/orders/run.js'),
     '--build-dir', build,

@@ -189,11 +189,14 @@ int run_client(const Config& c, pid_t gateway, int from_gateway, int to_gateway)
       "RESULT {\"bench\":\"orders_rc_%s\",\"sessions\":%u,\"window\":%u,\"sync\":\"%s\",\"client\":\"%s\","
       "\"server\":\"%s\",\"client_cpu\":%d,\"server_cpu\":%d,%s,\"orders_per_s\":%.0f,\"fills\":%" PRIu64
       ",\"gw_ack_p50\":%.3f,\"gw_ack_p99\":%.3f,\"gw_ack_p999\":%.3f,\"gw_acks\":%" PRIu64 ",\"journal_records\":%" PRIu64
-      ",\"journal_syncs\":%" PRIu64 ",\"duty_cycles\":%" PRIu64 ",\"idle_cycles\":%" PRIu64 "}\n",
+      ",\"journal_syncs\":%" PRIu64 ",\"duty_cycles\":%" PRIu64 ",\"idle_cycles\":%" PRIu64
+      ",\"client_retransmitted\":%" PRIu64 ",\"client_timeouts\":%" PRIu64 ",\"client_rnr_naks\":%" PRIu64
+      ",\"client_window_waits\":%" PRIu64 "}\n",
       c.mode.c_str(), c.sessions, c.mode == "pingpong" ? 1 : c.window, c.sync.c_str(), c.client_addr.c_str(),
       c.server_addr.c_str(), c.client_cpu, c.server_cpu, bench::latency_json(m->hist, m->mean_us()).c_str(),
       static_cast<double>(m->orders) / m->seconds, client.fills(), f.ack_p50_us, f.ack_p99_us, f.ack_p999_us, f.acks,
-      f.journal_records, f.journal_syncs, f.duty_cycles, f.idle_cycles);
+      f.journal_records, f.journal_syncs, f.duty_cycles, f.idle_cycles, client.counter("retransmitted_pkts"),
+      client.counter("timeouts"), client.counter("rcvd_rnr_err"), client.counter("window_waits"));
   std::fflush(stdout);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

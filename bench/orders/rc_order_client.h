@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_common.h"
@@ -24,6 +25,7 @@
 #include "orders/order_service.h"
 #include "verbs/rc_connect.h"
 #include "verbs/soft/soft_device.h"
+#include "verbs/soft/soft_qp.h"
 
 namespace qpgate::bench {
 
@@ -136,6 +138,17 @@ class RcOrderClient {
   }
 
   std::uint64_t fills() const { return fills_; }
+
+  // A soft QP counter (verbs/soft/qp_counters.h) summed over the sessions.
+  std::uint64_t counter(std::string_view name) const {
+    std::uint64_t sum = 0;
+    for (const Session& s : qps_) {
+      if (const verbs::soft::SoftQp* q = verbs::soft::as_soft_qp(*s.qp)) {
+        q->counters().for_each([&](std::string_view n, std::uint64_t v) { sum += n == name ? v : 0; });
+      }
+    }
+    return sum;
+  }
 
  private:
   struct Session {

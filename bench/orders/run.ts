@@ -11,6 +11,8 @@
 //              ping-pong (one order in flight) and throughput (a window of
 //              orders in flight across the sessions)
 //   c_spin     bench_udp_pingpong --wait spin: a C busy-poll UDP ping-pong
+//   soft_rc    bench_soft_rc_pingpong: the bare soft RC SEND ping-pong (64 B, no
+//              engine, no order service): the transport's own share
 //   sockperf   sockperf ping-pong --nonblocked (one-way doubled to a round trip)
 //   node_tcp   node-tcp-orders.js: a plain Node `net` gateway doing the same
 //              job (decode, checks, book, journal write(2) without fsync,
@@ -52,7 +54,7 @@ const SIZE = 64; // the UDP anchors' message: a NewOrder is ~25 bytes, its RoCEv
 const SESSIONS = [1, 8];
 const WINDOW = 64; // orders in flight across the sessions in throughput mode
 
-for (const b of ['bench_orders_rc', 'bench_udp_pingpong', 'bench_orders']) {
+for (const b of ['bench_orders_rc', 'bench_udp_pingpong', 'bench_soft_rc_pingpong', 'bench_orders']) {
   if (!existsSync(benchBin(b))) {
     process.stderr.write(`orders: ${benchBin(b)} is missing; build with -DQPGATE_BUILD_BENCH=ON (npm run bench -- --only orders)\n`);
     process.exit(2);
@@ -64,8 +66,9 @@ if (!sockperfInstalled) process.stderr.write('orders: sockperf is not installed 
 const run = (label: string, command: string, argv: string[], cpu?: string): Row | undefined =>
   runResult('orders', label, command, argv, cpu === undefined ? {} : { cpu });
 
+// Ping-pong lengths (bench_orders_rc's default mode is pingpong).
 const pingpong = (iters: number, warmup: number): string[] => [
-  '--mode', 'pingpong', '--iters', String(iters), '--warmup', String(warmup), '--max-seconds', String(L.ppMaxSeconds),
+  '--iters', String(iters), '--warmup', String(warmup), '--max-seconds', String(L.ppMaxSeconds),
 ];
 const throughput = ['--mode', 'throughput', '--seconds', String(L.tputSeconds), '--window', String(WINDOW)];
 
@@ -96,6 +99,7 @@ for (let r = 0; r < runs; r++) {
   process.stdout.write(`orders: run ${r + 1}/${runs} (load ${loadavg().map((x) => x.toFixed(2)).join(' ')})\n`);
   res.keep('c_spin', run('C UDP busy-poll', benchBin('bench_udp_pingpong'), [...pingpong(L.ppIters, L.ppWarmup), '--size', String(SIZE), '--wait', 'spin']));
   if (sockperfInstalled) res.keep('sockperf', sockperfRtt());
+  res.keep('soft_rc', run('soft RC SEND ping-pong', benchBin('bench_soft_rc_pingpong'), [...pingpong(L.ppIters, L.ppWarmup), '--size', String(SIZE)]));
   for (const n of SESSIONS) {
     const sessions = ['--sessions', String(n)];
     res.keep(`rc pp ${n}`, run(`RC ping-pong ${n} session(s)`, benchBin('bench_orders_rc'), [...pingpong(L.ppIters, L.ppWarmup), ...sessions]));
@@ -136,6 +140,7 @@ const rows: Array<[string, string, string, string, string]> = [
   ['rc tput 8', 'qpgate_rc', '8', String(WINDOW), 'same over 8 sessions'],
   ['c_spin', 'c_spin', '-', '1', `C UDP ping-pong ${SIZE} B, busy-poll`],
   ['sockperf', 'sockperf_nb', '-', '1', `sockperf --nonblocked ${SIZE} B, one-way x2`],
+  ['soft_rc', 'soft_rc', '-', '1', `soft RC SEND ping-pong ${SIZE} B, busy-poll, no engine`],
   ['node pp 1', 'node_tcp', '1', '1', 'Node net gateway + client, same job'],
   ['node pp 8', 'node_tcp', '8', '1', 'same, round robin over 8 connections'],
   ['node tput 1', 'node_tcp', '1', String(WINDOW), 'orders in flight: Acks/s, post -> Ack'],
@@ -174,6 +179,8 @@ for (const n of SESSIONS) {
 }
 const vsSockperf = ratio('rc pp 1', 'p50', 'sockperf', 'p50');
 aims.push(['RC order->Ack p50, 1 session / sockperf --nonblocked RTT p50', fmt(vsSockperf), 'info', '-']);
+aims.push(['soft RC SEND ping-pong p50 / C busy-poll UDP RTT p50 (the transport)', fmt(ratio('soft_rc', 'p50', 'c_spin', 'p50')), 'info', '-']);
+aims.push(['RC order->Ack p50, 1 session / soft RC SEND ping-pong p50', fmt(ratio('rc pp 1', 'p50', 'soft_rc', 'p50')), 'info', '-']);
 for (const n of SESSIONS) {
   aims.push([`RC orders/s / Node TCP orders/s, ${n} session(s), window ${WINDOW}`, fmt(ratio(`rc tput ${n}`, 'orders_per_s', `node tput ${n}`, 'orders_per_s')), 'info', '-']);
 }
