@@ -191,12 +191,13 @@ int run_client(const Config& c, pid_t gateway, int from_gateway, int to_gateway)
       ",\"gw_ack_p50\":%.3f,\"gw_ack_p99\":%.3f,\"gw_ack_p999\":%.3f,\"gw_acks\":%" PRIu64 ",\"journal_records\":%" PRIu64
       ",\"journal_syncs\":%" PRIu64 ",\"duty_cycles\":%" PRIu64 ",\"idle_cycles\":%" PRIu64
       ",\"client_retransmitted\":%" PRIu64 ",\"client_timeouts\":%" PRIu64 ",\"client_rnr_naks\":%" PRIu64
-      ",\"client_window_waits\":%" PRIu64 "}\n",
+      ",\"client_window_waits\":%" PRIu64 ",\"client_sent_pkts\":%" PRIu64 ",\"client_rcvd_pkts\":%" PRIu64 "}\n",
       c.mode.c_str(), c.sessions, c.mode == "pingpong" ? 1 : c.window, c.sync.c_str(), c.client_addr.c_str(),
       c.server_addr.c_str(), c.client_cpu, c.server_cpu, bench::latency_json(m->hist, m->mean_us()).c_str(),
       static_cast<double>(m->orders) / m->seconds, client.fills(), f.ack_p50_us, f.ack_p99_us, f.ack_p999_us, f.acks,
       f.journal_records, f.journal_syncs, f.duty_cycles, f.idle_cycles, client.counter("retransmitted_pkts"),
-      client.counter("timeouts"), client.counter("rcvd_rnr_err"), client.counter("window_waits"));
+      client.counter("timeouts"), client.counter("rcvd_rnr_err"), client.counter("window_waits"),
+      client.counter("sent_pkts"), client.counter("rcvd_pkts"));
   std::fflush(stdout);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
@@ -225,19 +226,8 @@ int main(int argc, char** argv) {
   if (c.window == 0 || c.window > c.sessions * bench::RcOrderClient::kSendSlots) die("--window 1..sessions x 128");
   sync_policy(c.sync);
   signal(SIGPIPE, SIG_IGN);
-
-  int g2c[2], c2g[2];
-  if (pipe(g2c) != 0 || pipe(c2g) != 0) die("pipe");
-  const pid_t child = fork();
-  if (child < 0) die("fork");
-  if (child == 0) {
-    close(g2c[0]);
-    close(c2g[1]);
-    run_gateway(c, g2c[1], c2g[0]);
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
-  close(g2c[1]);
-  close(c2g[0]);
-  return run_client(c, child, g2c[0], c2g[1]);
+  return bench::run_forked_pair([&](int to_client, int from_client) { run_gateway(c, to_client, from_client); },
+                                [&](pid_t gateway, int from_gateway, int to_gateway) {
+                                  return run_client(c, gateway, from_gateway, to_gateway);
+                                });
 }
