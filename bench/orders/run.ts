@@ -156,12 +156,14 @@ table(
 );
 
 table(
-  'Gateway side of the RC rows (the service\'s own ack latency: receive completion seen -> answer posted, µs)',
-  ['row', 'gw ack p50', 'gw ack p99', 'journal syncs/order', 'idle cycles %'],
+  "Gateway side of the RC rows (the service's own ack latency: receive completion seen -> answer posted, µs), " +
+    'and the UDP datagrams the client sent + received per order (SENDs and RC ACKs)',
+  ['row', 'gw ack p50', 'gw ack p99', 'journal syncs/order', 'idle cycles %', 'client datagrams/order'],
   ['rc pp 1', 'rc pp 8', 'rc pp 1 interval', 'rc tput 1', 'rc tput 8'].map((key) => [
     key, res.cell(key, 'gw_ack_p50'), res.cell(key, 'gw_ack_p99'),
     fmt(res.medianOf(key, (x) => Number(x.journal_syncs) / Number(x.journal_records))),
     fmt(res.medianOf(key, (x) => (100 * Number(x.idle_cycles)) / Number(x.duty_cycles))),
+    fmt(res.medianOf(key, (x) => (Number(x.client_sent_pkts) + Number(x.client_rcvd_pkts)) / Number(x.journal_records))),
   ]),
 );
 
