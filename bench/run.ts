@@ -10,8 +10,11 @@
 //
 //   feed       the feed (issue #4): native Publisher -> Subscriber vs C sendmmsg and
 //              sockperf multicast; the TS API vs Node dgram (bench/feed/run.ts; 5 runs, --quick 1)
+//   orders     order -> Ack over RC through the engine's order agent, 1 and 8
+//              sessions, vs a C busy-poll UDP ping-pong, sockperf and a Node TCP
+//              gateway doing the same job (bench/orders/run.ts; 5 runs, --quick 1)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +28,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders\n`);
     process.exit(2);
   }
 }
@@ -86,6 +89,15 @@ if (!only || only === 'feed') {
   step('build feed benchmarks', 'cmake', ['--build', build, '--target', 'bench_feed_native', 'bench_udp_mcast']);
   step('feed: native publisher -> subscriber vs C sendmmsg and sockperf', process.execPath, [
     path.join(root, 'dist/bench/feed/run.js'),
+    '--build-dir', build,
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'orders') {
+  configureNativeBench();
+  step('build order-entry benchmarks', 'cmake', ['--build', build, '--target', 'bench_orders_rc', 'bench_orders', 'bench_udp_pingpong', 'bench_soft_rc_pingpong']);
+  step('orders: order -> Ack over RC vs C UDP, sockperf and a Node TCP gateway', process.execPath, [
+    path.join(root, 'dist/bench/orders/run.js'),
     '--build-dir', build,
     ...(quick ? ['--quick'] : []),
   ]);

@@ -20,7 +20,7 @@ export function parseBenchArgs(argv: string[], root: string): BenchArgs {
     const a = argv[i] as string;
     if (a === '--quick') quick = true;
     else if (['--runs', '--build-dir', '--json'].includes(a) && i + 1 < argv.length) values.set(a, argv[++i] as string);
-    else throw new Error(`feed bench: unknown argument ${a}; expected --runs N, --quick, --build-dir dir, --json file`);
+    else throw new Error(`bench: unknown argument ${a}; expected --runs N, --quick, --build-dir dir, --json file`);
   }
   return {
     quick,

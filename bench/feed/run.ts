@@ -26,12 +26,12 @@
 //
 //   node dist/bench/feed/run.js [--runs 5] [--quick] [--build-dir native/build-bench] [--json out.json]
 // The native program must be built (bench/run.ts --only feed builds it).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Results, fmt, parseBenchArgs, parseSockperf, ratioVerdict, table, type Row } from './report.js';
+import { haveSockperf, runResult, sockperfPingPong } from '../common/programs.js';
+import { Results, fmt, parseBenchArgs, ratioVerdict, table, type Row } from './report.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const { quick, runs, buildDir, jsonOut } = parseBenchArgs(process.argv.slice(2), root);
@@ -58,64 +58,21 @@ for (const b of ['bench_feed_native', 'bench_udp_mcast']) {
     process.exit(2);
   }
 }
-const haveSockperf = !spawnSync('sockperf', ['--version'], { encoding: 'utf8' }).error;
-if (!haveSockperf) process.stderr.write('feed: sockperf is not installed (apt-get install sockperf); its rows are skipped\n');
+const sockperfInstalled = haveSockperf();
+if (!sockperfInstalled) process.stderr.write('feed: sockperf is not installed (apt-get install sockperf); its rows are skipped\n');
 
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-// Runs a program and returns its RESULT json (one retry: a loaded VM can time a run out).
-function runResult(label: string, command: string, argv: string[]): Row | undefined {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const r = spawnSync(command, argv, { encoding: 'utf8', timeout: 120_000 });
-    const m = /^RESULT (\{.*\})$/m.exec(r.stdout ?? '');
-    if (r.status === 0 && m) {
-      const row = JSON.parse(m[1] as string) as Row;
-      // A sender starved for the whole window measured nothing: no figures, not zeros.
-      if (row.sent === 0) {
-        process.stderr.write(`feed: ${label}: no tick measured (the sender did not run inside the window)\n`);
-        return undefined;
-      }
-      return row;
-    }
-    process.stderr.write(`feed: ${label} failed (exit ${r.status ?? r.signal}):\n${r.stderr ?? ''}\n`);
-  }
-  return undefined;
-}
+// A sender starved for the whole window measured nothing: no figures, not zeros.
+const runFeed = (label: string, command: string, argv: string[]): Row | undefined =>
+  runResult('feed', label, command, argv, {
+    refuse: (row) => (row.sent === 0 ? 'no tick measured (the sender did not run inside the window)' : undefined),
+  });
 
 // sockperf multicast ping-pong, both ends --nonblocked (busy-polling
 // recvfrom); sockperf reports one-way latency (RTT/2), kept as is.
-let sockperfPort = 21000 + (process.pid % 20000);
 function sockperfMulticast(size: number): Row | undefined {
-  const port = String(sockperfPort++);
-  const mc = ['-i', '239.78.9.1', '-p', port, '--mc-rx-if', '127.0.0.1', '--mc-tx-if', '127.0.0.1', '--mc-loopback-enable', '--nonblocked'];
-  let server: ChildProcess;
-  try {
-    server = spawn('taskset', ['-c', SUB_CPU, 'sockperf', 'server', ...mc], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
-  sleepMs(300);
-  const r = spawnSync('taskset', ['-c', SENDER_CPU, 'sockperf', 'ping-pong', ...mc, '-t', String(L.sockperfSeconds), '-m', String(size)], {
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  stopServer(server);
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  const figures = parseSockperf(out);
-  if (!figures) {
-    process.stderr.write(`feed: sockperf multicast ping-pong failed:\n${out}\n`);
-    return undefined;
-  }
-  return { bench: 'sockperf_mc_nonblocked', size, ...figures };
-}
-
-// SIGINT (sockperf prints its summary and exits), SIGKILL if it lingers.
-function stopServer(server: ChildProcess): void {
-  server.kill('SIGINT');
-  sleepMs(100);
-  if (server.exitCode === null) server.kill('SIGKILL');
+  const mc = ['-i', '239.78.9.1', '--mc-rx-if', '127.0.0.1', '--mc-tx-if', '127.0.0.1', '--mc-loopback-enable', '--nonblocked'];
+  const figures = sockperfPingPong('feed', mc, { serverCpu: SUB_CPU, clientCpu: SENDER_CPU, seconds: L.sockperfSeconds, size });
+  return figures && { bench: 'sockperf_mc_nonblocked', size, ...figures };
 }
 
 // ---------------------------------------------------------------- runs
@@ -129,23 +86,23 @@ const feedArgs = (rate: number, run: number): string[] => [
 for (let run = 0; run < runs; run++) {
   process.stdout.write(`feed: run ${run + 1}/${runs} (load ${loadavg().map((x) => x.toFixed(2)).join(' ')})\n`);
   for (const rate of RATES) {
-    res.keep(`native ${rate}`, runResult(`feed native ${rate}/s`, benchBin('bench_feed_native'), feedArgs(rate, run)));
+    res.keep(`native ${rate}`, runFeed(`feed native ${rate}/s`, benchBin('bench_feed_native'), feedArgs(rate, run)));
   }
-  res.keep('native max', runResult('feed native unpaced', benchBin('bench_feed_native'), feedArgs(0, run)));
+  res.keep('native max', runFeed('feed native unpaced', benchBin('bench_feed_native'), feedArgs(0, run)));
   res.keep(
     'c_sendmmsg',
-    runResult('C sendmmsg mcast', benchBin('bench_udp_mcast'), [
+    runFeed('C sendmmsg mcast', benchBin('bench_udp_mcast'), [
       '--datagram', String(FULL_DATAGRAM), '--seconds', String(L.seconds), '--sub-cpu', SUB_CPU, '--sender-cpu', SENDER_CPU,
       '--port', String(24891 + run),
     ]),
   );
-  if (haveSockperf) res.keep('sockperf', sockperfMulticast(ONE_TICK_DATAGRAM));
+  if (sockperfInstalled) res.keep('sockperf', sockperfMulticast(ONE_TICK_DATAGRAM));
   for (const rate of RATES) {
     for (const impl of ['qpgate', 'dgram'] as const) {
       res.keep(
         `ts ${impl} ${rate}`,
         // Not pinned: the engine's thread and the JS thread each need a CPU.
-        runResult(`TS ${impl} ${rate}/s`, process.execPath, [
+        runFeed(`TS ${impl} ${rate}/s`, process.execPath, [
           tsPath, '--impl', impl, '--rate', String(rate), '--seconds', String(L.seconds),
           '--warmup', String(L.warmup), '--group', `239.79.${1 + (run % 200)}.${rate === 10_000 ? 1 : rate === 100_000 ? 2 : 3}`,
           '--port', String(25991 + run), '--pub-addr', `127.79.${1 + (run % 200)}.1`, '--sub-addr', `127.79.${1 + (run % 200)}.2`,

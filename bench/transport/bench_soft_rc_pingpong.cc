@@ -396,19 +396,8 @@ int main(int argc, char** argv) {
   if (c.depth == 0 || c.batch == 0 || c.batch > c.depth || c.depth % c.batch != 0) die("--batch must divide --depth");
   if (c.size == 0 || c.size > 65536) die("--size 1..65536");
   signal(SIGPIPE, SIG_IGN);
-
-  int s2c[2], c2s[2];
-  if (pipe(s2c) != 0 || pipe(c2s) != 0) die("pipe");
-  const pid_t child = fork();
-  if (child < 0) die("fork");
-  if (child == 0) {
-    close(s2c[0]);
-    close(c2s[1]);
-    run_server(c, s2c[1], c2s[0]);
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
-  close(s2c[1]);
-  close(c2s[0]);
-  return run_client(c, child, s2c[0], c2s[1]);
+  return bench::run_forked_pair([&](int to_client, int from_client) { run_server(c, to_client, from_client); },
+                                [&](pid_t server, int from_server, int to_server) {
+                                  return run_client(c, server, from_server, to_server);
+                                });
 }

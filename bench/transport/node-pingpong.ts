@@ -8,10 +8,10 @@
 //   node dist/bench/transport/node-pingpong.js [--size 64] [--iters 100000]
 //        [--warmup 10000] [--server-cpu 0]
 import dgram from 'node:dgram';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { build } from 'hdr-histogram-js';
+import { spawnPinnedServer } from '../common/node-child.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,20 +36,7 @@ async function client(): Promise<void> {
   const size = Number(arg('size', '64'));
   const iters = Number(arg('iters', '100000'));
   const warmup = Number(arg('warmup', '10000'));
-  const serverCpu = arg('server-cpu', '0');
-  const self = fileURLToPath(import.meta.url);
-  const child = spawn('taskset', ['-c', serverCpu, process.execPath, self, '--role', 'server'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let text = '';
-    child.stdout.on('data', (d: Buffer) => {
-      text += d.toString();
-      const m = /PORT (\d+)/.exec(text);
-      if (m) resolve(Number(m[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`echo server exited (${code})`)));
-  });
+  const { child, port } = await spawnPinnedServer(fileURLToPath(import.meta.url), arg('server-cpu', '0'), [], 'echo server');
 
   const sock = dgram.createSocket('udp4');
   sock.bind(0, arg('client', '127.0.0.1'));

@@ -54,4 +54,17 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   }
   assert.match(r.stdout, /^TS received ticks\/s \/ dgram received ticks\/s at 1000k\/s offered\s+\S+\s+>= 2\s+(PASS|MISS|-)$/m);
   assert.match(r.stdout, /^TS p99 \/ dgram p99 at 10000\/s\s+\S+\s+/m);
+  // orders: order -> Ack over RC (1 and 8 sessions, ping-pong and throughput) beside its anchors, and the aims
+  assert.match(r.stdout, /^Order -> Ack round trip on loopback/m);
+  for (const sessions of ['1', '8']) {
+    // ping-pong: a p50 and a non-zero orders/s; throughput: a non-zero orders/s
+    const what = sessions === '1' ? 'order -> Ack' : 'same, round robin';
+    assert.match(r.stdout, new RegExp(`^qpgate_rc\\s+${sessions}\\s+1\\s+[\\d.]+\\s+\\S+\\s+\\S+\\s+[1-9][\\d.]*k?\\s+${what}`, 'm'));
+    assert.match(r.stdout, new RegExp(`^qpgate_rc\\s+${sessions}\\s+64\\s+[\\d.]+\\s+\\S+\\s+\\S+\\s+[1-9][\\d.]*k?\\s`, 'm'));
+    assert.match(r.stdout, new RegExp(`^node_tcp\\s+${sessions}\\s+1\\s+[\\d.]+\\s+\\S+\\s+\\S+\\s+[1-9][\\d.]*k?\\s`, 'm'));
+  }
+  assert.match(r.stdout, /^c_spin\s+-\s+1\s+[\d.]+/m);
+  assert.match(r.stdout, /^RC order->Ack p50, 1 session\(s\) \/ C busy-poll UDP RTT p50\s+[\d.]+\s+<= 2\.5\s+(PASS|MISS)$/m);
+  assert.match(r.stdout, /^RC order->Ack p99, 1 session\(s\) \/ C busy-poll UDP RTT p99\s+[\d.]+\s+<= 3\s+(PASS|MISS)$/m);
+  assert.match(r.stdout, /^Node TCP order->Ack p50 \/ RC p50, 1 session\(s\)\s+[\d.]+\s+>= 8\s+(PASS|MISS)$/m);
 });
