@@ -317,13 +317,23 @@ int Publisher::reap() {
   return reaped;
 }
 
+// When the channel's next heartbeat is due: its interval after its last
+// frame. Compared with `now` rather than subtracting from it, because the
+// engine's `now` (taken as its loop turn began) may be earlier than the
+// clock read that started the channel: an unsigned `now - last_send` then
+// wraps to a huge idle time and a heartbeat goes out at once.
+std::uint64_t Publisher::heartbeat_due_ns(const Channel& c) {
+  const std::uint64_t interval = c.config.heartbeat_ns;
+  return c.last_send_ns > UINT64_MAX - interval ? UINT64_MAX : c.last_send_ns + interval;
+}
+
 int Publisher::do_work(std::uint64_t now_ns) {
   int work = reap();
   for (auto& c : channels_) {
     if (!c->packer.empty()) {
       send_data_frame(*c, now_ns);
       ++work;
-    } else if (!closed_ && now_ns - c->last_send_ns >= c->config.heartbeat_ns) {
+    } else if (!closed_ && now_ns >= heartbeat_due_ns(*c)) {
       send_control(*c, flags::kHeartbeat, now_ns);
       ++work;
     }
@@ -335,7 +345,7 @@ int Publisher::do_work(std::uint64_t now_ns) {
 std::uint64_t Publisher::next_deadline_ns() const {
   if (closed_) return 0;
   std::uint64_t d = UINT64_MAX;
-  for (const auto& c : channels_) d = std::min(d, c->last_send_ns + c->config.heartbeat_ns);
+  for (const auto& c : channels_) d = std::min(d, heartbeat_due_ns(*c));
   return d;
 }
 

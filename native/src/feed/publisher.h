@@ -136,6 +136,7 @@ class Publisher {
   void send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns);
   int reap();
   void post();
+  static std::uint64_t heartbeat_due_ns(const Channel& c);
   std::size_t slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const;
 
   PublisherConfig config_;

@@ -150,7 +150,7 @@ std::vector<SessionInfo> OrderService::sessions() const {
   std::vector<SessionInfo> out;
   for (const auto& s : sessions_) {
     out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
-                              s->received_count, s->sent_count, s->held_receives(), s->disconnected});
+                              s->received_count, s->sent_count, s->channel().held_receives(), s->disconnected});
   }
   return out;
 }
@@ -165,7 +165,7 @@ void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   s.disconnected = true;
   s.greeted = false;
   s.out().clear();
-  s.to_error();
+  s.channel().to_error();
   counters_.disconnects.add();
   out_.clear();
   handler_->on_disconnect(s.id(), now_ns, out_);
@@ -241,7 +241,7 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
 
 int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
   verbs::Wc wcs[kPollBatch];
-  auto polled = s.poll(wcs);
+  auto polled = s.channel().poll(wcs);
   if (!polled.ok()) {
     counters_.cq_overflows.add();
     lose(s, now_ns);
@@ -257,15 +257,12 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
       lose(s, now_ns);
       break;
     }
-    if (RcSession::is_send(wc)) {
-      s.send_completed();
-      continue;
-    }
+    if (verbs::RcChannel::is_send(wc)) continue;  // its slot is free again
     ++s.received_count;
     counters_.received.add();
     out_.clear();
-    handler_->on_message(s.id(), s.received(wc), now_ns, out_);
-    s.release_receive(wc);
+    handler_->on_message(s.id(), s.channel().received(wc), now_ns, out_);
+    s.channel().release_receive(verbs::RcChannel::slot_of(wc));
     absorb(s.id(), seen, now_ns);
   }
   out_.clear();
@@ -279,9 +276,9 @@ int OrderService::post_ready() {
     RcSession& s = *sp;
     if (s.disconnected) continue;
     OutQueue& q = s.out();
-    if (q.empty() || q.front().durable > durable || s.free_send_slots() == 0) continue;
+    if (q.empty() || q.front().durable > durable || s.channel().free_send_slots() == 0) continue;
     const std::uint64_t now = engine::monotonic_ns();
-    while (!q.empty() && s.free_send_slots() > 0 && q.front().durable <= durable) {
+    while (!q.empty() && s.channel().free_send_slots() > 0 && q.front().durable <= durable) {
       const PendingMessage& m = q.front();
       s.stage_send(m.view());
       if (m.recv_ns != 0 && now >= m.recv_ns) ack_latency_.record(now - m.recv_ns);
@@ -290,7 +287,7 @@ int OrderService::post_ready() {
       counters_.sent.add();
       ++work;
     }
-    if (!s.flush_sends().ok()) counters_.send_errors.add();  // the QP is leaving RTS: its completions say so
+    if (!s.channel().flush_sends().ok()) counters_.send_errors.add();  // the QP is leaving RTS: its completions say so
   }
   return work;
 }
@@ -333,7 +330,7 @@ int OrderService::do_work(std::uint64_t now_ns) {
   back_pressured_ = pressed;
   for (const auto& s : sessions_) {
     if (s->disconnected) continue;
-    if (!pressed) work += static_cast<int>(s->repost_receives());
+    if (!pressed) work += static_cast<int>(s->channel().repost_receives());
     if (now_ns >= s->next_state_check_ns) {
       s->next_state_check_ns = now_ns + kStateCheckNs;
       if (s->state() != verbs::QpState::RTS) lose(*s, now_ns);

@@ -155,6 +155,30 @@ TEST(FeedLive, AnIdleChannelSendsHeartbeatsAndAHeartbeatRevealsALostTail) {
   EXPECT_EQ(rig.subs[a]->stats()->channels[0].unrecoverable.get(), 4u);
 }
 
+// The engine hands do_work the time its loop turn began, which may be
+// earlier than the clock read that created the publisher: no heartbeat may
+// go out before a whole interval has passed since the start.
+TEST(FeedLive, HeartbeatsFollowTheIntervalFromTheStartEvenWithAnEarlierNow) {
+  Rig rig("127.77.7.1", "127.77.7.2");
+  ASSERT_TRUE(rig.ok());
+  const std::uint64_t interval = 1'000'000'000;
+  const std::uint64_t start = engine::monotonic_ns();
+  auto p = Publisher::create(*rig.pub_dev, one_channel(8, "239.77.7.1", nullptr, interval), start);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  Publisher& pub = **p;
+  const auto& heartbeats = pub.stats()->channels[0].heartbeats;
+  pub.do_work(start - 1'000);
+  EXPECT_EQ(heartbeats.get(), 0u);
+  EXPECT_EQ(pub.next_deadline_ns(), start + interval);
+  pub.do_work(start + interval - 1);
+  EXPECT_EQ(heartbeats.get(), 0u);
+  pub.do_work(start + interval);
+  EXPECT_EQ(heartbeats.get(), 1u);
+  EXPECT_EQ(pub.next_deadline_ns(), start + 2 * interval);
+  pub.do_work(start + 2 * interval - 1);
+  EXPECT_EQ(heartbeats.get(), 1u);
+}
+
 TEST(FeedLive, LineBFillsWhatLineALostAndAnAOnlySubscriberReportsTheGap) {
   Rig rig("127.77.3.1", "127.77.3.2");
   ASSERT_TRUE(rig.ok());
