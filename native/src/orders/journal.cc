@@ -194,10 +194,14 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
 Journal::Journal(const JournalConfig& config, int fd, std::uint64_t end)
     : config_(config), fd_(fd), written_(end), appended_(end), durable_(end) {
   buffer_.reserve(config_.buffer_bytes + kRecordHeaderBytes + kMaxRecordPayload);
+  if (config_.sync_thread && config_.sync != SyncPolicy::kNoSync) {
+    syncer_ = std::make_unique<JournalSyncer>(fd_, end, config_.path);
+  }
 }
 
 Journal::~Journal() {
   sync();
+  syncer_.reset();
   ::close(fd_);
 }
 
@@ -220,10 +224,10 @@ std::uint64_t Journal::append(std::uint16_t type, std::span<const std::uint8_t> 
 
   switch (config_.sync) {
     case SyncPolicy::kEveryRecord:
-      if (!sync()) return 0;
+      if (!begin_sync()) return 0;
       break;
     case SyncPolicy::kGroupCommit:
-      if (pending_records_ >= config_.group_max_records && !sync()) return 0;
+      if (pending_records_ >= config_.group_max_records && !begin_sync()) return 0;
       break;
     case SyncPolicy::kNoSync:
       break;
@@ -249,9 +253,35 @@ bool Journal::write_buffer() {
   return true;
 }
 
+bool Journal::begin_sync() {
+  if (!syncer_) return sync();
+  if (failed_ || !write_buffer()) return false;
+  syncer_->request(written_);
+  pending_records_ = 0;
+  return true;
+}
+
+bool Journal::follow_syncer() {
+  if (syncer_->failed() && !failed_) {
+    failed_ = true;
+    failure_ = syncer_->failure();
+  }
+  stats_.syncs = syncer_->syncs();
+  const std::uint64_t d = syncer_->durable();
+  if (d <= durable_) return false;
+  durable_ = d;
+  return true;
+}
+
 bool Journal::sync() {
   if (failed_) return false;
   if (!write_buffer()) return false;
+  if (syncer_) {
+    const bool ok = syncer_->wait_for(written_);
+    follow_syncer();
+    pending_records_ = 0;
+    return ok && !failed_;
+  }
   if (durable_ == written_) {
     pending_records_ = 0;
     return true;
@@ -270,12 +300,12 @@ bool Journal::sync() {
 }
 
 bool Journal::poll(std::uint64_t now_ns) {
-  if (pending_records_ == 0) return false;
-  if (config_.sync == SyncPolicy::kGroupCommit &&
-      now_ns - oldest_pending_ns_ < std::uint64_t{config_.group_max_delay_us} * 1000) {
-    return false;
-  }
-  return sync();
+  const std::uint64_t before = durable_;
+  const bool waiting = config_.sync == SyncPolicy::kGroupCommit &&
+                       now_ns - oldest_pending_ns_ < std::uint64_t{config_.group_max_delay_us} * 1000;
+  if (pending_records_ != 0 && !waiting) begin_sync();
+  if (syncer_) follow_syncer();
+  return durable_ != before;
 }
 
 }  // namespace qpgate::orders

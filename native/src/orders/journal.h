@@ -21,6 +21,12 @@
 //     (SIGKILL: the page cache keeps what was written), not a power loss. The
 //     addon's default ('none'): the ack path pays no fdatasync, which costs
 //     milliseconds per group on virtual disks.
+// With `sync_thread` (the live service's setting), kEveryRecord and
+// kGroupCommit do not fdatasync on the caller's thread: when a sync is due
+// they write(2) and ask a JournalSyncer (journal_syncer.h) to sync up to
+// there, and durable_position() follows its watermark at poll(). The engine
+// never blocks on the disk; answers wait in their queues instead. sync() (a
+// flush: shutdown, tests) still waits until everything is durable.
 //
 // Opening replays: every complete record is handed to the visitor in order.
 // A bad record with nothing valid after it is a torn tail (a crash in the
@@ -38,6 +44,8 @@
 #include <string>
 #include <vector>
 
+#include "orders/journal_syncer.h"
+
 namespace qpgate::orders {
 
 enum class SyncPolicy : std::uint8_t { kEveryRecord = 0, kGroupCommit = 1, kNoSync = 2 };
@@ -48,6 +56,7 @@ struct JournalConfig {
   std::uint32_t group_max_records = 64;
   std::uint32_t group_max_delay_us = 0;
   std::size_t buffer_bytes = 1 << 20;  // appends beyond this force a write
+  bool sync_thread = false;            // fdatasync on a JournalSyncer thread (see above)
 };
 
 inline constexpr std::size_t kJournalHeaderBytes = 16;
@@ -78,7 +87,7 @@ class Journal {
   // Appends one record; returns the file offset of its end (what must be
   // durable before answers depending on it go out), 0 if the journal has failed.
   std::uint64_t append(std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t now_ns);
-  // Group commit / no-sync writes when due. Returns true if it synced.
+  // Group commit / no-sync writes when due. Returns true if durable_position() advanced.
   bool poll(std::uint64_t now_ns);
   // Writes and fdatasyncs everything appended (fsync-less under kNoSync).
   bool sync();
@@ -93,6 +102,10 @@ class Journal {
  private:
   Journal(const JournalConfig& config, int fd, std::uint64_t end);
   bool write_buffer();
+  // Writes and starts a sync (hands it to the syncer, or syncs here).
+  bool begin_sync();
+  // Takes the syncer's watermark (and its failure). True if durable_ advanced.
+  bool follow_syncer();
 
   JournalConfig config_;
   int fd_;
@@ -105,6 +118,7 @@ class Journal {
   bool failed_ = false;
   std::string failure_;
   JournalStats stats_;
+  std::unique_ptr<JournalSyncer> syncer_;  // with sync_thread (and a policy that syncs)
 };
 
 }  // namespace qpgate::orders

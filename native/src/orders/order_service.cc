@@ -79,6 +79,8 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
 
   HandlerConfig hc = s->config_.handler;
   hc.sessions.clear();
+  // The engine thread never waits on the disk: fdatasync (interval/every) runs on the journal's own thread.
+  hc.journal.sync_thread = true;
   OrderService* raw = s.get();
   hc.on_replayed = [raw](const OutBuffer& out) {
     for (const OutMessage& m : out.messages()) {

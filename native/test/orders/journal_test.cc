@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -228,6 +229,41 @@ TEST(Journal, GroupCommitWaitsForItsDelay) {
   EXPECT_FALSE(j->poll(50'000));
   EXPECT_TRUE(j->poll(101'000));
   EXPECT_EQ(j->durable_position(), j->appended_position());
+}
+
+TEST(Journal, WithASyncThreadTheCallerNeverSyncsAndDurabilityFollowsTheSyncer) {
+  TempDir dir;
+  JournalConfig c{dir.file("j"), SyncPolicy::kEveryRecord, 64, 0, 1 << 16, true};
+  std::string error;
+  auto j = Journal::open(c, [](auto, auto, auto, auto&) { return true; }, error);
+  ASSERT_NE(j, nullptr) << error;
+  const std::uint8_t payload[3] = {7, 8, 9};
+  std::uint64_t end = 0;
+  for (int i = 0; i < 50; ++i) end = j->append(2, payload, 0);
+  // Every record is already written (a crash of the process loses none)...
+  EXPECT_EQ(static_cast<std::uint64_t>(std::filesystem::file_size(c.path)), end);
+  // ...and becomes durable when the syncer says so, seen at poll().
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (j->durable_position() < end && std::chrono::steady_clock::now() < deadline) j->poll(0);
+  EXPECT_EQ(j->durable_position(), end);
+  EXPECT_GE(j->stats().syncs, 1u);
+  EXPECT_LE(j->stats().syncs, 50u) << "syncs are grouped by the syncer, never more than one per record";
+  EXPECT_FALSE(j->failed());
+}
+
+TEST(Journal, WithASyncThreadSyncIsAFlushThatWaits) {
+  TempDir dir;
+  JournalConfig c{dir.file("j"), SyncPolicy::kGroupCommit, 1000, 1'000'000, 1 << 16, true};
+  std::string error;
+  auto j = Journal::open(c, [](auto, auto, auto, auto&) { return true; }, error);
+  ASSERT_NE(j, nullptr) << error;
+  const std::uint8_t payload[1] = {1};
+  const std::uint64_t end = j->append(1, payload, 1'000);
+  EXPECT_FALSE(j->poll(2'000)) << "the group's delay has not passed";
+  EXPECT_LT(j->durable_position(), end);
+  EXPECT_TRUE(j->sync());
+  EXPECT_EQ(j->durable_position(), end);
+  EXPECT_EQ(j->stats().syncs, 1u);
 }
 
 }  // namespace
