@@ -292,7 +292,9 @@ TEST(Engine, AnAgentCanArmAProtocolDeadlineThatWakesAParkedEngine) {
     const char* name() const override { return "timer"; }
     void on_start(AgentContext& c) override {
       context = &c;
-      deadline = monotonic_ns() + 20'000'000;
+      // Far enough that the engine has parked by then even when its spins
+      // and yields crawl on a loaded machine (the wake is what is tested).
+      deadline = monotonic_ns() + 200'000'000;
       c.arm_deadline(deadline);
     }
     int do_work(std::uint64_t now) override {

@@ -217,12 +217,15 @@ TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) 
   // The gateway's sends wait for the client, its queue passes the limit, and
   // it stops re-posting receives.
   ASSERT_TRUE(gw.run_until({&a}, [&] { return gw.service->counters().back_pressure_events.get() >= 1 && held() > 0; }));
+  // Receives still posted are used up first; the first RNR NAK says none is left.
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.soft_qp().counters().rcvd_rnr_err.get() > 0; }))
+      << "the client met no RNR NAK under back-pressure";
   const std::uint64_t received = gw.service->counters().received.get();
   const std::uint64_t rnr_before = a.soft_qp().counters().rcvd_rnr_err.get();
   EXPECT_LT(received, kOrders + 1);
   // The client keeps retrying against the receives it is refused: RNR NAKs, nothing taken in.
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.soft_qp().counters().rcvd_rnr_err.get() > rnr_before + 2; }))
-      << "the client met no RNR NAK under back-pressure";
+      << "RNR NAKs stopped under back-pressure";
   EXPECT_EQ(gw.service->counters().received.get(), received);
 
   // The client catches up: every order is answered once, in sequence.

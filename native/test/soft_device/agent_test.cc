@@ -61,6 +61,10 @@ TEST(SoftDeviceAgent, AParkedEngineWakesOnAPacketAndDeliversIt) {
   ASSERT_TRUE(tq->post_send(wr).ok());
   const auto t0 = std::chrono::steady_clock::now();
   tx.work();  // sent from this thread, not the engine's
+  // Nothing else may wake it (run_on_engine rings the doorbell): wait for the packet's wake first.
+  while (e.engine.stats().fd_wakes == before.fd_wakes && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::size_t got = 0;
   Wc wc[4];
   while (got == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) {

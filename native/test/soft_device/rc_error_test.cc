@@ -84,7 +84,10 @@ TEST(SoftRcErrors, NoPostedReceiveDrawsRnrNaksUntilRnrRetryIsExhausted) {
   EXPECT_EQ(wcs[0].status, WcStatus::IBV_WC_RNR_RETRY_EXC_ERR) << wc_status_name(wcs[0].status);
   EXPECT_EQ(wcs[1].status, WcStatus::IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(p.qa->state(), QpState::ERR);
-  EXPECT_EQ(p.b.soft(*p.qb).counters().rnr_naks_sent.get(), 3u);  // the first try and 2 retries
+  // The requester gives up at its third RNR NAK (the first try and 2
+  // retries). The responder may have NAKed one more: a resend the ACK timer
+  // made while a NAK was on its way (a loaded machine stretches the 4 ms).
+  EXPECT_GE(p.b.soft(*p.qb).counters().rnr_naks_sent.get(), 3u);
   EXPECT_EQ(p.a.soft(*p.qa).counters().rcvd_rnr_err.get(), 3u);
   EXPECT_EQ(p.a.soft(*p.qa).counters().rnr_retry_exceeded.get(), 1u);
   EXPECT_LT(test::ms_since(t0), 1000);

@@ -64,16 +64,25 @@ struct DeviceCore {
     return Error{ENOMEM, "create_qp: no free QP number"};
   }
 
+  // Transmit first, receive last. What the last pass received left its ACKs
+  // queued; an application that answered the delivered message in between
+  // (a ping-pong's reply, the order service's Ack) has its SEND built here by
+  // the QP's requester, and both leave in ONE sendmmsg — the reply no longer
+  // pays a syscall of its own behind the ACK. The ACKs of this pass's
+  // receives wait for the next pass, which runs at once: a pass that
+  // received something reports work, so the engine does not park.
   int do_work(std::int64_t now_ns, std::int64_t* deadline) {
-    int work = net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
-      ingress.receive(roce, meta);
-    });
+    int work = 0;
     std::int64_t earliest = kNoDeadline;
     for (auto& [qpn, qp] : qps) {
       work += qp->do_work(now_ns);
       earliest = std::min(earliest, qp->next_deadline_ns());
     }
     work += net->flush();
+    work += net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
+      ingress.receive(roce, meta);
+    });
+    if (net->queued() != 0) earliest = now_ns;  // answers of this pass's receives: come back at once
     earliest = std::min(earliest, net->next_fault_release_ns());  // held by the fault injector (tests)
     if (deadline != nullptr) *deadline = earliest;
     return work;

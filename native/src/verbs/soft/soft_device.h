@@ -15,9 +15,11 @@
 // (soft_device_driver.h); the control plane reaches it through
 // Engine::run_on_engine. Nothing here locks.
 //
-// Driving: do_work(now) is one duty cycle — read a batch from the sockets
-// through the ingress to the QPs, run every QP's do_work, flush the transmit
-// batch — and reports the earliest protocol deadline of its QPs. The driver
+// Driving: do_work(now) is one duty cycle — run every QP's do_work (what was
+// posted since the last pass, timers), flush the transmit batch together
+// with the ACKs the last pass queued, then read a batch from the sockets
+// through the ingress to the QPs — and reports the earliest protocol
+// deadline of its QPs (now, while answers of this pass wait to be sent). The driver
 // calls it; tests may call it directly without an engine.
 //
 // Addressing: GID index 0 is the IPv4-mapped GID ::ffff:a.b.c.d of the
