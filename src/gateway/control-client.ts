@@ -126,7 +126,8 @@ function formatSessions(sum: Record<string, unknown>): string[] {
   if (o !== undefined && typeof o['journal'] === 'string') {
     lines.push(
       `\torders: journal ${o['journal']} (fsync ${String(o['fsync'])}), ${String(o['instruments'])} instruments, ${String(o['accounts'])} accounts; ` +
-        `received ${String(o['received'])}, acks ${String(o['acks'])}, rejects ${String(o['rejects'])}, fills ${String(o['fills'])}, open orders ${String(o['openOrders'])}`,
+        `received ${String(o['received'])}, acks ${String(o['acks'])}, rejects ${String(o['rejects'])}, fills ${String(o['fills'])}, open orders ${String(o['openOrders'])}` +
+        (Array.isArray(o['handlers']) && o['handlers'].length > 0 ? `; handlers ${o['handlers'].join(', ')}` : ''),
     );
   }
   return lines;

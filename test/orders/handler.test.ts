@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { OrderClient } from '../../src/orders/client.js';
 import { Side, type Ack, type Fill } from '../../src/orders/messages.js';
 import type { OrderEvent } from '../../src/orders/events.js';
-import { ordersYaml, startOrdersGateway, TOKENS } from './support.js';
+import { call, ordersYaml, startOrdersGateway, TOKENS } from './support.js';
 import { clientSide, scrape } from './e2e-support.js';
 
 // A handler module as a deployment writes one: it keeps what it sees where
@@ -101,6 +101,9 @@ test('order handlers see every step of every order once, in order; a throw is co
     assert.equal(maker.leaves, BigInt(sellerFills[0]!.leavesQuantity));
     assert.deepEqual([replaced.origClientOrderId, replaced.price, replaced.quantity, replaced.orderId], [1n, 10_030n, 2n, sellAccepted.orderId]);
     assert.deepEqual([cancelled.origClientOrderId, cancelled.quantity, cancelled.leaves, cancelled.cancelReason], [1n, 2n, 0n, 'REQUESTED']);
+
+    const status = (await call(gw.url, 'GET', '/v1/status', TOKENS.viewer)).json;
+    assert.deepEqual(status.sessions.summary.orders.handlers, ['recorder', 'drop-copy'], 'the status names the attached handlers');
 
     const m = await scrape(gw.url);
     assert.equal(m('qpgate_order_events_total', 'qpgate_order_events_total'), 6);
