@@ -130,7 +130,7 @@ process.stdout.write(
 const rows: Array<[string, string, string, string, string]> = [
   ['rc pp 1', 'qpgate_rc', '1', '1', "order -> Ack, engine + order agent, journal 'none'"],
   ['rc pp 8', 'qpgate_rc', '8', '1', 'same, round robin over 8 sessions'],
-  ['rc pp 1 interval', 'qpgate_rc', '1', '1', "same, journal 'interval' (fdatasync per duty cycle)"],
+  ['rc pp 1 interval', 'qpgate_rc', '1', '1', "same, journal 'interval' (fdatasync on the journal's thread)"],
   ['rc tput 1', 'qpgate_rc', '1', String(WINDOW), 'orders in flight: Acks/s, post -> Ack'],
   ['rc tput 8', 'qpgate_rc', '8', String(WINDOW), 'same over 8 sessions'],
   ['c_spin', 'c_spin', '-', '1', `C UDP ping-pong ${SIZE} B, busy-poll`],
