@@ -228,7 +228,9 @@ TEST(SoftRcAtomics, ARetriedFetchAddIsAnsweredFromTheCacheNotExecutedTwice) {
   EXPECT_EQ(word_at(p.a, 0), v0);       // the original value, from the cache
   const auto& resp = p.b.soft(*p.qb).counters();
   EXPECT_EQ(resp.atomics_executed.get(), 1u);
-  EXPECT_EQ(resp.atomics_replayed.get(), 1u);
+  // At least the one retry; a loaded machine can stretch the 4 ms ACK timer
+  // past a second retry, which must be answered from the cache too.
+  EXPECT_GE(resp.atomics_replayed.get(), 1u);
   EXPECT_GE(p.a.soft(*p.qa).counters().timeouts.get(), 1u);
 }
 
