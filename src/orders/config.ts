@@ -146,6 +146,8 @@ export const OrdersConfig = Type.Object(
 );
 
 export type OrdersConfig = Static<typeof OrdersConfig>;
+/** One entry of `orders.handlers`. */
+export type OrderHandlerSpec = OrdersConfig['handlers'][number];
 export type OrderInstrumentConfig = Static<typeof OrderInstrumentConfig>;
 
 /** A u64 config value (number or decimal string) as a bigint. */

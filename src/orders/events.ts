@@ -3,7 +3,7 @@
 // replaced, filled, cancelled — after the journal had it and its answer was
 // released to the session. They feed the TS order-handler plug-ins
 // (handler.ts).
-import { cancelReasonName, Side, TimeInForce } from './messages.js';
+import { cancelReasonName, type Side, type TimeInForce } from './messages.js';
 
 export type OrderEventKind = 'accepted' | 'replaced' | 'filled' | 'cancelled';
 
@@ -80,9 +80,3 @@ export function readOrderEvents(p: Uint8Array): OrderEvent[] {
   }
   return out;
 }
-
-/** 'BUY' / 'SELL' for logs and drop copies. */
-export const sideName = (s: Side): string => (s === Side.SIDE_BUY ? 'BUY' : s === Side.SIDE_SELL ? 'SELL' : 'UNSPECIFIED');
-/** 'DAY' / 'IOC'. */
-export const timeInForceName = (t: TimeInForce): string =>
-  t === TimeInForce.TIME_IN_FORCE_DAY ? 'DAY' : t === TimeInForce.TIME_IN_FORCE_IOC ? 'IOC' : 'UNSPECIFIED';

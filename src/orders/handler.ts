@@ -25,6 +25,8 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import type { OrderService } from './service.js';
 import type { OrderEvent } from './events.js';
+import type { OrderHandlerSpec } from './config.js';
+export type { OrderHandlerSpec };
 
 /** The built-in handler's name. */
 export const BUILT_IN_ORDER_HANDLER = 'native-book';
@@ -92,11 +94,6 @@ export function attachOrderHandler(
       await handler.close?.();
     },
   };
-}
-
-export interface OrderHandlerSpec {
-  module: string;
-  options: Record<string, unknown>;
 }
 
 /** Built-in handler modules, by the name used in `orders.handlers[].module`. */

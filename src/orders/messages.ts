@@ -193,6 +193,8 @@ const enumName = (values: Record<string, unknown>, prefix: string, v: number): s
 
 export const rejectReasonName = (r: number): string => enumName(RejectReason, 'REJECT_REASON_', r);
 export const cancelReasonName = (r: number): string => enumName(CancelReason, 'CANCEL_REASON_', r);
+export const sideName = (s: number): string => enumName(Side, 'SIDE_', s);
+export const timeInForceName = (t: number): string => enumName(TimeInForce, 'TIME_IN_FORCE_', t);
 
 /**
  * Decodes one gateway message. Throws RangeError for bytes that are not an

@@ -7,7 +7,8 @@
 // event loop); close() ends it, so a clean shutdown leaves every line on disk.
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { sideName, timeInForceName, type OrderEvent } from '../events.js';
+import type { OrderEvent } from '../events.js';
+import { sideName, timeInForceName } from '../messages.js';
 import type { OrderHandlerContext, OrderHandlerPlugin } from '../handler.js';
 
 export function dropCopyLine(e: OrderEvent): string {
