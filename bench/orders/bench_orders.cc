@@ -71,7 +71,7 @@ HandlerConfig config(const std::string& path, SyncPolicy sync, std::uint32_t gro
   c.sessions = {SessionConfig{kBuyer, {1}, ThrottleConfig{0, 1}, true}, SessionConfig{kSeller, {2}, ThrottleConfig{0, 1}, true}};
   c.journal = JournalConfig{path, sync, group, 0, 1 << 20};
   c.order_capacity = 4096;
-  c.expected_client_order_ids = ids;
+  c.client_order_id_capacity = ids;
   return c;
 }
 

@@ -47,7 +47,7 @@ inline orders::ServiceConfig bench_service_config(const GatewayOptions& o) {
   c.handler.journal.group_max_records = 64;
   c.handler.journal.group_max_delay_us = 0;
   c.handler.order_capacity = 1 << 16;
-  c.handler.expected_client_order_ids = 1 << 19;  // a run's orders: the duplicate table never grows mid-run
+  c.handler.client_order_id_capacity = 1 << 19;  // a run's orders
   c.recv_depth = 256;
   c.send_depth = 256;
   c.max_message_bytes = 512;

@@ -121,12 +121,37 @@ export const OrdersConfig = Type.Object(
           minimum: 16,
           maximum: 1 << 22,
           default: 8192,
-          description: 'sequenced messages kept per session for the resend after a Hello',
+          description: 'sequenced messages kept per session for the resend after a Hello (memory grows with use up to this)',
+        }),
+        maxQueuedMessages: Type.Integer({
+          minimum: 1,
+          maximum: 1 << 22,
+          default: 4096,
+          description:
+            'answers waiting for one session past which it is ended (it does not read; what was queued waits in its resend store); between backPressureMessages and resendCapacity',
+        }),
+        stallTimeoutMs: Type.Integer({
+          minimum: 1,
+          maximum: 3_600_000,
+          default: 1000,
+          description: 'a session past maxQueuedMessages is ended once nothing could be posted to it for this long',
+        }),
+        maxClientOrderIds: Type.Integer({
+          minimum: 1,
+          maximum: 1 << 28,
+          default: 1 << 18,
+          description: 'client order ids one session may use (the duplicate table keeps each); past it, ID_LIMIT',
         }),
       },
       { ...strict, default: {} },
     ),
     orderCapacity: Type.Integer({ minimum: 16, maximum: 1 << 24, default: 1 << 16, description: 'open orders the gateway can hold at once' }),
+    clientOrderIdCapacity: Type.Integer({
+      minimum: 1024,
+      maximum: 1 << 28,
+      default: 1 << 20,
+      description: 'client order ids the duplicate table holds, all sessions together (64 B each, taken as used); past it, ID_LIMIT',
+    }),
     publishToFeed: Type.Boolean({ default: true, description: 'publish trades and book levels on the feed when feeds run' }),
     handlers: Type.Array(
       Type.Object(
@@ -201,6 +226,21 @@ export function validateOrdersConfig(orders: OrdersConfig, feeds: FeedsConfig, o
     if (first !== undefined) problems.push(`${key}.account${o}: expected an account not configured by orders.accounts.${first}, got ${a.account}`);
     accounts.set(id, i);
   });
+  const sessions = orders.sessions;
+  if (sessions.maxQueuedMessages < sessions.backPressureMessages || sessions.maxQueuedMessages > sessions.resendCapacity) {
+    // Below backPressureMessages a session would be ended before it is slowed; above resendCapacity its queue could
+    // outgrow what a reconnect can have resent.
+    problems.push(
+      `orders.sessions.maxQueuedMessages${origin('orders.sessions.maxQueuedMessages')}: expected between backPressureMessages ` +
+        `${sessions.backPressureMessages} and resendCapacity ${sessions.resendCapacity}, got ${sessions.maxQueuedMessages}`,
+    );
+  }
+  if (sessions.maxClientOrderIds > orders.clientOrderIdCapacity) {
+    problems.push(
+      `orders.sessions.maxClientOrderIds${origin('orders.sessions.maxClientOrderIds')}: expected at most ` +
+        `orders.clientOrderIdCapacity ${orders.clientOrderIdCapacity}, got ${sessions.maxClientOrderIds}`,
+    );
+  }
   return problems;
 }
 
@@ -223,11 +263,15 @@ export interface NativeOrderServiceConfig {
   }>;
   accounts: Array<{ account: bigint; creditLimit: bigint }>;
   orderCapacity: number;
+  clientOrderIdCapacity: number;
+  maxClientOrderIds: number;
   recvDepth: number;
   sendDepth: number;
   maxMessageBytes: number;
   backPressureMessages: number;
   resendCapacity: number;
+  maxQueuedMessages: number;
+  stallTimeoutMs: number;
   feedPublisherId?: number;
 }
 
@@ -275,11 +319,15 @@ export function nativeServiceConfig(
     })),
     accounts: orders.accounts.map((a) => ({ account: u64(a.account), creditLimit: u64(a.creditLimit) })),
     orderCapacity: orders.orderCapacity,
+    clientOrderIdCapacity: orders.clientOrderIdCapacity,
+    maxClientOrderIds: orders.sessions.maxClientOrderIds,
     recvDepth: orders.sessions.recvDepth,
     sendDepth: orders.sessions.sendDepth,
     maxMessageBytes: orders.sessions.maxMessageBytes,
     backPressureMessages: orders.sessions.backPressureMessages,
     resendCapacity: orders.sessions.resendCapacity,
+    maxQueuedMessages: orders.sessions.maxQueuedMessages,
+    stallTimeoutMs: orders.sessions.stallTimeoutMs,
     ...(feedPublisherId === undefined ? {} : { feedPublisherId }),
   };
 }

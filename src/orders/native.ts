@@ -46,6 +46,10 @@ export interface NativeOrderSessionInfo {
   received: number;
   sent: number;
   rnrHeld: number;
+  /** Answers waiting to be posted to it. */
+  queued: number;
+  /** Its receives are held (more than backPressureMessages queued that it does not take). */
+  backPressured: boolean;
   disconnected: boolean;
   [k: string]: unknown;
 }
@@ -61,6 +65,12 @@ export interface NativeOrderStats {
   journalSyncs: number;
   durablePosition: number;
   backPressureEvents: number;
+  slowDisconnects: number;
+  /** 1 once the journal has failed (every session ended, new ones refused until a restart). */
+  journalFailed: number;
+  /** Why the journal failed; '' while it is sound. */
+  journalFailure: string;
+  clientOrderIds: number;
   ackLatencyCount: number;
   [k: string]: unknown;
 }
@@ -90,7 +100,8 @@ export interface NativeOrderService {
   readonly id: number;
   /** Throws (code 'EEXIST') when the session id has a live QP. */
   openSession(options: NativeOpenSession): NativeSessionAnswer;
-  closeSession(session: number): boolean;
+  /** `forget`: also free its resend store. */
+  closeSession(session: number, forget?: boolean): boolean;
   sessions(): NativeOrderSessionInfo[];
   stats(): NativeOrderStats;
   /** HdrHistogram counters (ns), the layout of LatencyCounts. */

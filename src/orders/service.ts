@@ -90,8 +90,9 @@ export class OrderService {
     return this.native.openSession(options);
   }
 
-  closeSession(session: number): boolean {
-    return this.#native?.closeSession(session) ?? false;
+  /** `forget`: also free the session's resend store (closed for good, not reconnecting). */
+  closeSession(session: number, forget = false): boolean {
+    return this.#native?.closeSession(session, forget) ?? false;
   }
 
   sessions(): NativeOrderSessionInfo[] {

@@ -98,6 +98,19 @@ test('bad orders config is reported by key, expectation, value and origin', () =
   assert.deepEqual(problemsOf(() => loadConfig({ env: {}, overrides: ['orders.sessions.recvDepth=4'] })), [
     'orders.sessions.recvDepth (from --set orders.sessions.recvDepth=4): expected receives posted per session, got 4',
   ]);
+  // The per-session caps must nest: slowed before ended, ended before its resends are lost, a share within the whole.
+  assert.deepEqual(
+    problemsOf(() =>
+      loadConfig({
+        env: {},
+        overrides: ['orders.sessions.maxQueuedMessages=100', 'orders.sessions.maxClientOrderIds=5000', 'orders.clientOrderIdCapacity=4096'],
+      }),
+    ),
+    [
+      'orders.sessions.maxQueuedMessages (from --set orders.sessions.maxQueuedMessages=100): expected between backPressureMessages 1024 and resendCapacity 8192, got 100',
+      'orders.sessions.maxClientOrderIds (from --set orders.sessions.maxClientOrderIds=5000): expected at most orders.clientOrderIdCapacity 4096, got 5000',
+    ],
+  );
 });
 
 test('token entitlements: none for read, everything for admin, unless listed; duplicate names and bad accounts are errors', () => {

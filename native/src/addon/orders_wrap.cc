@@ -141,8 +141,10 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
   Napi::Value CloseSession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::uint32_t session = to_u32(env, info[0], "service.closeSession: session");
+    const bool forget = info.Length() > 1 && info[1].ToBoolean().Value();
     bool closed = false;
-    with_service(env, "service.closeSession", [&](orders::OrderService& s) { closed = s.close_session(session, engine::monotonic_ns()); });
+    with_service(env, "service.closeSession",
+                 [&](orders::OrderService& s) { closed = s.close_session(session, engine::monotonic_ns(), forget); });
     return Napi::Boolean::New(env, closed);
   }
 
@@ -162,6 +164,8 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
       o.Set("received", num(env, s.received));
       o.Set("sent", num(env, s.sent));
       o.Set("rnrHeld", num(env, s.rnr_held));
+      o.Set("queued", num(env, s.queued));
+      o.Set("backPressured", Napi::Boolean::New(env, s.back_pressured));
       o.Set("disconnected", Napi::Boolean::New(env, s.disconnected));
       out.Set(static_cast<std::uint32_t>(i), o);
     }
@@ -173,7 +177,9 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     std::vector<std::pair<std::string, std::uint64_t>> flat;
     std::vector<std::pair<std::string, std::uint64_t>> by_reason;
     std::vector<std::pair<std::string, std::uint64_t>> by_kind;
+    std::string journal_failure;
     with_service(env, "service.stats", [&](orders::OrderService& s) {
+      journal_failure = s.handler().journal().failure();
       const orders::HandlerCounters& h = s.handler().counters();
       const orders::ServiceCounters& c = s.counters();
       const orders::JournalStats& j = s.handler().journal().stats();
@@ -205,6 +211,9 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"journalTornTailBytes", j.torn_tail_bytes},
               {"durablePosition", s.handler().durable_position()},
               {"backPressureEvents", c.back_pressure_events.get()},
+              {"slowDisconnects", c.slow_disconnects.get()},
+              {"journalFailed", c.journal_failed.get()},
+              {"clientOrderIds", s.handler().dedupe().size()},
               {"ackLatencyCount", s.ack_latency().total()},
               {"sent", c.sent.get()},
               {"sendErrors", c.send_errors.get()},
@@ -221,6 +230,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     });
     Napi::Object o = Napi::Object::New(env);
     for (const auto& [k, v] : flat) o.Set(k, num(env, v));
+    o.Set("journalFailure", journal_failure);  // "" while the journal is sound
     Napi::Object reasons = Napi::Object::New(env);
     for (const auto& [k, v] : by_reason) reasons.Set(k, num(env, v));
     o.Set("rejectsByReason", reasons);

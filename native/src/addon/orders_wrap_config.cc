@@ -1,5 +1,6 @@
 #include "orders_wrap_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -185,7 +186,12 @@ orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
                                                        u64(env, a.Get("creditLimit"), where + ".creditLimit")});
   }
   if (has(o, "orderCapacity")) c.handler.order_capacity = u32(env, o.Get("orderCapacity"), w + ".orderCapacity", 1, 1u << 24);
-  c.handler.expected_client_order_ids = std::max<std::size_t>(c.handler.order_capacity, 1024);
+  if (has(o, "clientOrderIdCapacity")) {
+    c.handler.client_order_id_capacity = u32(env, o.Get("clientOrderIdCapacity"), w + ".clientOrderIdCapacity", 1, 1u << 28);
+  }
+  if (has(o, "maxClientOrderIds")) {
+    c.handler.max_client_order_ids_per_session = u32(env, o.Get("maxClientOrderIds"), w + ".maxClientOrderIds", 1, 1u << 28);
+  }
   if (has(o, "recvDepth")) c.recv_depth = u32(env, o.Get("recvDepth"), w + ".recvDepth", 1, 16384);
   if (has(o, "sendDepth")) c.send_depth = u32(env, o.Get("sendDepth"), w + ".sendDepth", 1, 16384);
   if (has(o, "maxMessageBytes")) {
@@ -195,7 +201,14 @@ orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
   if (has(o, "backPressureMessages")) {
     c.back_pressure_messages = u32(env, o.Get("backPressureMessages"), w + ".backPressureMessages", 1, 1u << 24);
   }
-  if (has(o, "resendCapacity")) c.resend_capacity = u32(env, o.Get("resendCapacity"), w + ".resendCapacity", 1, 1u << 20);
+  if (has(o, "resendCapacity")) c.resend_capacity = u32(env, o.Get("resendCapacity"), w + ".resendCapacity", 1, 1u << 22);
+  c.max_queued_messages = std::min(c.resend_capacity, std::max(c.back_pressure_messages, 4096u));
+  if (has(o, "stallTimeoutMs")) {
+    c.stall_ns = std::uint64_t{u32(env, o.Get("stallTimeoutMs"), w + ".stallTimeoutMs", 1, 3'600'000)} * 1'000'000;
+  }
+  if (has(o, "maxQueuedMessages")) {
+    c.max_queued_messages = u32(env, o.Get("maxQueuedMessages"), w + ".maxQueuedMessages", 1, 1u << 22);
+  }
   // Duplicates and the rest: the same checks the C++ API makes.
   if (std::string e = orders::validate(c); !e.empty()) throw Napi::RangeError::New(env, w + "." + e);
   return c;

@@ -101,9 +101,9 @@ constexpr FieldSpec kAckFields[] = {
     QPGATE_FIELD(Ack, 4, possible_resend, kBool, kOptional),
 };
 constexpr FieldSpec kRejectFields[] = {
-    QPGATE_FIELD(Reject, 1, app_seq, kU64, kOptional),  // 0: answer to a Hello, not sequenced
+    QPGATE_FIELD(Reject, 1, app_seq, kU64, kOptional),  // 0: not sequenced (a refused Hello, THROTTLED, ID_LIMIT, JOURNAL_FAILURE)
     QPGATE_FIELD(Reject, 2, client_order_id, kU64, kOptional),
-    QPGATE_ENUM(Reject, 3, reason, kReq, 16, "RejectReason"),
+    QPGATE_ENUM(Reject, 3, reason, kReq, kRejectReasons - 1, "RejectReason"),
     QPGATE_FIELD(Reject, 4, text, kString, kOptional),
     QPGATE_FIELD(Reject, 5, possible_resend, kBool, kOptional),
 };
@@ -487,5 +487,17 @@ std::size_t encode(const OrderMessage& message, std::span<std::uint8_t> out) noe
 
 std::uint32_t body_field_number(const OrderMessage& message) noexcept { return kMessages[message.index()].body_number; }
 std::string_view body_name(const OrderMessage& message) noexcept { return kMessages[message.index()].name; }
+
+std::uint64_t client_order_id_of(const OrderMessage& message) noexcept {
+  return std::visit(
+      [](const auto& body) -> std::uint64_t {
+        if constexpr (requires { body.client_order_id; }) {
+          return body.client_order_id;
+        } else {
+          return 0;
+        }
+      },
+      message);
+}
 
 }  // namespace qpgate::orders

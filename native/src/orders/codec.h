@@ -68,5 +68,7 @@ std::size_t encode(const OrderMessage& message, std::span<std::uint8_t> out) noe
 // The OrderMessage field number of the message's oneof body (hello = 1, ...).
 std::uint32_t body_field_number(const OrderMessage& message) noexcept;
 std::string_view body_name(const OrderMessage& message) noexcept;
+// The message's client_order_id, 0 for one that has none (Hello, Welcome).
+std::uint64_t client_order_id_of(const OrderMessage& message) noexcept;
 
 }  // namespace qpgate::orders

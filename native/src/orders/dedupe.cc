@@ -1,24 +1,30 @@
 #include "orders/dedupe.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
+#include <new>
 
 namespace qpgate::orders {
 
-DedupeTable::DedupeTable(std::size_t expected_ids) {
-  const std::size_t capacity = std::bit_ceil(std::max<std::size_t>(expected_ids * 2, 16));
-  entries_.resize(capacity);
-  mask_ = capacity - 1;
+DedupeTable::DedupeTable(std::size_t capacity, const SipKey& key)
+    : slots_(std::bit_ceil(std::max<std::size_t>(capacity * 2, 16))),
+      mask_(slots_ - 1),
+      capacity_(std::max<std::size_t>(capacity, 1)),
+      key_(key) {
+  // Anonymous pages read as zero (empty entries) and cost memory only once written.
+  void* p = ::mmap(nullptr, slots_ * sizeof(DedupeEntry), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc{};
+  entries_ = static_cast<DedupeEntry*>(p);
 }
 
+DedupeTable::~DedupeTable() { ::munmap(entries_, slots_ * sizeof(DedupeEntry)); }
+
 std::size_t DedupeTable::home(std::uint32_t session, std::uint64_t id) const noexcept {
-  std::uint64_t x = id ^ (std::uint64_t{session} << 32 | session);  // splitmix64 finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<std::size_t>(x) & mask_;
+  const std::uint64_t words[2] = {id, session};
+  return static_cast<std::size_t>(siphash24(key_, words, sizeof words)) & mask_;
 }
 
 DedupeEntry* DedupeTable::find(std::uint32_t session, std::uint64_t client_order_id) noexcept {
@@ -29,8 +35,8 @@ DedupeEntry* DedupeTable::find(std::uint32_t session, std::uint64_t client_order
   }
 }
 
-DedupeEntry& DedupeTable::insert(std::uint32_t session, std::uint64_t client_order_id) {
-  if ((size_ + 1) * 2 > entries_.size()) grow();
+DedupeEntry* DedupeTable::insert(std::uint32_t session, std::uint64_t client_order_id) noexcept {
+  if (full()) return nullptr;
   for (std::size_t i = home(session, client_order_id);; i = (i + 1) & mask_) {
     DedupeEntry& e = entries_[i];
     if (e.kind == ResponseKind::kEmpty) {
@@ -39,24 +45,7 @@ DedupeEntry& DedupeTable::insert(std::uint32_t session, std::uint64_t client_ord
       e.client_order_id = client_order_id;
       e.kind = ResponseKind::kAck;  // the caller sets the real kind
       ++size_;
-      return e;
-    }
-  }
-}
-
-void DedupeTable::grow() {
-  std::vector<DedupeEntry> old;
-  old.swap(entries_);
-  entries_.resize(old.size() * 2);
-  mask_ = entries_.size() - 1;
-  ++growths_;
-  for (const DedupeEntry& e : old) {
-    if (e.kind == ResponseKind::kEmpty) continue;
-    for (std::size_t i = home(e.session, e.client_order_id);; i = (i + 1) & mask_) {
-      if (entries_[i].kind == ResponseKind::kEmpty) {
-        entries_[i] = e;
-        break;
-      }
+      return &e;
     }
   }
 }

@@ -37,8 +37,10 @@ OrderEvent event_of(OrderEventKind kind, const OrderNode& n, std::int64_t quanti
 
 // ---- construction and replay -------------------------------------------------
 
-OrderHandler::OrderHandler(const HandlerConfig& config)
-    : pool_(config.order_capacity), dedupe_(config.expected_client_order_ids) {
+OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key)
+    : pool_(config.order_capacity),
+      dedupe_(config.client_order_id_capacity, dedupe_key),
+      max_ids_per_session_(config.max_client_order_ids_per_session) {
   for (const InstrumentConfig& ic : config.instruments) {
     instruments_.push_back(std::make_unique<Instrument>(ic, pool_));
     by_id_[ic.book.instrument_id] = instruments_.back().get();
@@ -59,7 +61,14 @@ std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, st
       return nullptr;
     }
   }
-  std::unique_ptr<OrderHandler> h{new OrderHandler(config)};
+  SipKey key;
+  if (config.dedupe_key) {
+    key = *config.dedupe_key;
+  } else if (!random_sip_key(key)) {
+    error = "no random key for the duplicate table: getrandom failed";
+    return nullptr;
+  }
+  std::unique_ptr<OrderHandler> h{new OrderHandler(config, key)};
   OrderHandler* raw = h.get();
   h->journal_ = Journal::open(
       config.journal,
@@ -87,6 +96,14 @@ bool read_record(std::span<const std::uint8_t> payload, Record& r, std::string& 
 
 bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payload, std::string& error) {
   replay_out_.clear();
+  // Replay remembers every id the journal has (the per-session share is a
+  // limit on new requests, not on history), but only as many as fit.
+  auto room = [&] {
+    if (!dedupe_.full()) return true;
+    error = "the journal holds more client order ids than orders.clientOrderIdCapacity (" +
+            std::to_string(dedupe_.capacity()) + ")";
+    return false;
+  };
   auto expect_seq = [&](std::uint32_t sid, std::uint64_t app_seq) {
     const std::uint64_t next = session(sid).last_app_seq + 1;
     if (app_seq == next) return true;
@@ -99,7 +116,7 @@ bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payl
   switch (static_cast<RecordType>(type)) {
     case RecordType::kNewOrder: {
       NewOrderRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq)) return false;
+      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
       if (r.order_id != next_order_id_ + 1) {
         error = "order id " + std::to_string(r.order_id) + " in the journal, replay reached " +
                 std::to_string(next_order_id_ + 1);
@@ -119,7 +136,7 @@ bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payl
     }
     case RecordType::kCancel: {
       CancelRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq)) return false;
+      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
       if (open_order(r.session, r.orig_client_order_id, r.instrument_id) == kNoSlot) {
         error = std::string{"cancel of an order that is not open: "} + text_;
         return false;
@@ -129,7 +146,7 @@ bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payl
     }
     case RecordType::kReplace: {
       ReplaceRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq)) return false;
+      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
       Instrument* ins = instrument(r.instrument_id);
       if (open_order(r.session, r.orig_client_order_id, r.instrument_id) == kNoSlot || ins == nullptr ||
           !ins->book.price_in_band(r.price)) {
@@ -142,6 +159,7 @@ bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payl
     case RecordType::kReject: {
       RejectRecord r{};
       if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq)) return false;
+      if (r.client_order_id != 0 && !room()) return false;
       if (r.client_order_id != 0 && dedupe_.find(r.session, r.client_order_id) != nullptr) {
         error = "reject of client_order_id " + std::to_string(r.client_order_id) + " that was already answered";
         return false;
@@ -243,8 +261,13 @@ void OrderHandler::on_message(std::uint32_t session_id, std::span<const std::uin
     counters_.decode_errors[static_cast<std::size_t>(decoded.error)].add();
     std::memcpy(text_, decoded.message, std::min(sizeof text_, sizeof decoded.message));
     text_[sizeof text_ - 1] = '\0';
-    reject(s, decoded.client_order_id, RejectReason::kMalformed, now_ns, out);
+    reject(s, decoded.client_order_id, RejectReason::kMalformed, now_ns, out, Charge::kTakeToken);
     return;
+  }
+  if (journal_->failed()) {
+    // Nothing can be recorded, so nothing is done: an answer now, not one held for ever.
+    say("the journal failed: %s", journal_->failure().c_str());
+    return refuse(s, client_order_id_of(message), RejectReason::kJournalFailure, out);
   }
   if (const auto* m = std::get_if<NewOrder>(&message)) {
     on_new_order(s, *m, now_ns, out);
@@ -257,7 +280,7 @@ void OrderHandler::on_message(std::uint32_t session_id, std::span<const std::uin
   } else {
     say("%.*s is a gateway message; a client sends hello, new_order, cancel or replace",
         static_cast<int>(body_name(message).size()), body_name(message).data());
-    reject(s, 0, RejectReason::kMalformed, now_ns, out);
+    reject(s, 0, RejectReason::kMalformed, now_ns, out, Charge::kTakeToken);
   }
 }
 
@@ -267,27 +290,59 @@ void OrderHandler::on_hello(Session& s, const Hello& hello, OutBuffer& out) {
   if (hello.last_app_seq > s.last_app_seq) {
     // Not sequenced (app_seq 0 is never a message's), not journaled: the
     // client is wrong about the session, nothing happened.
-    counters_.rejects[static_cast<std::size_t>(RejectReason::kSequenceAhead)].add();
     say("Hello.last_app_seq %llu is ahead of session %u's last app_seq %llu",
         static_cast<unsigned long long>(hello.last_app_seq), s.id, static_cast<unsigned long long>(s.last_app_seq));
-    out.add(s.id, 0, Reject{0, 0, RejectReason::kSequenceAhead, text_, false});
-    return;
+    return refuse(s, 0, RejectReason::kSequenceAhead, out);
   }
   out.add(s.id, 0, Welcome{s.last_app_seq, hello.last_app_seq + 1});
 }
 
 void OrderHandler::reject(Session& s, std::uint64_t client_order_id, RejectReason reason, std::uint64_t now_ns,
-                          OutBuffer& out) {
-  counters_.rejects[static_cast<std::size_t>(reason)].add();
+                          OutBuffer& out, Charge charge) {
+  if (charge == Charge::kTakeToken && !s.throttle.try_take(now_ns)) {
+    say("session %u is over its order rate (rejects count towards it)", s.id);
+    return refuse(s, client_order_id, RejectReason::kThrottled, out);
+  }
+  // An id seen before keeps its first answer; this reject is not recorded
+  // for it, nor for a new id when there is no room to remember one.
+  const bool record_id = client_order_id != 0 && dedupe_.find(s.id, client_order_id) == nullptr;
+  if (record_id && !room_for_id(s)) return refuse(s, client_order_id, RejectReason::kIdLimit, out);
   RejectRecord r{};
   r.app_seq = s.last_app_seq + 1;
-  // An id seen before keeps its first answer; this reject is not recorded for it.
-  r.client_order_id = client_order_id != 0 && dedupe_.find(s.id, client_order_id) == nullptr ? client_order_id : 0;
+  r.client_order_id = record_id ? client_order_id : 0;
   r.session = s.id;
   r.reason = static_cast<std::uint8_t>(reason);
   const std::uint64_t at = journal(RecordType::kReject, r, now_ns);
-  out.require_durable(at == 0 ? ~0ULL : at);  // a failed journal holds every answer: nothing goes out
+  if (at == 0) {
+    say("the journal failed: %s", journal_->failure().c_str());
+    return refuse(s, client_order_id, RejectReason::kJournalFailure, out);
+  }
+  counters_.rejects[static_cast<std::size_t>(reason)].add();
+  out.require_durable(at);
   apply_reject(r, text_, out);
+}
+
+void OrderHandler::refuse(Session& s, std::uint64_t client_order_id, RejectReason reason, OutBuffer& out) {
+  counters_.rejects[static_cast<std::size_t>(reason)].add();
+  out.add(s.id, 0, Reject{0, client_order_id, reason, text_, false});
+}
+
+bool OrderHandler::room_for_id(const Session& s) {
+  if (s.ids_held >= max_ids_per_session_) {
+    say("session %u holds %zu client order ids, its limit (orders.sessions.maxClientOrderIds)", s.id, s.ids_held);
+    return false;
+  }
+  if (dedupe_.full()) {
+    say("the gateway holds %zu client order ids, its limit (orders.clientOrderIdCapacity)", dedupe_.size());
+    return false;
+  }
+  return true;
+}
+
+DedupeEntry& OrderHandler::remember(Session& s, std::uint64_t client_order_id) {
+  DedupeEntry* e = dedupe_.insert(s.id, client_order_id);
+  ++s.ids_held;
+  return *e;  // not null: the caller (room_for_id, or replay's room) made sure
 }
 
 void OrderHandler::apply_reject(const RejectRecord& r, std::string_view text, OutBuffer& out) {
@@ -295,7 +350,7 @@ void OrderHandler::apply_reject(const RejectRecord& r, std::string_view text, Ou
   const std::uint64_t seq = ++s.last_app_seq;
   const auto reason = static_cast<RejectReason>(r.reason);
   if (r.client_order_id != 0) {
-    DedupeEntry& e = dedupe_.insert(s.id, r.client_order_id);
+    DedupeEntry& e = remember(s, r.client_order_id);
     e.kind = ResponseKind::kReject;
     e.reason = reason;
     e.app_seq = seq;
@@ -333,6 +388,11 @@ void OrderHandler::resend(Session& s, const DedupeEntry& e, OutBuffer& out) {
 
 void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now_ns, OutBuffer& out) {
   if (const DedupeEntry* e = dedupe_.find(s.id, o.client_order_id)) return resend(s, *e, out);
+  if (!s.throttle.try_take(now_ns)) {
+    say("session %u is over its order rate", s.id);
+    return refuse(s, o.client_order_id, RejectReason::kThrottled, out);
+  }
+  if (!room_for_id(s)) return refuse(s, o.client_order_id, RejectReason::kIdLimit, out);
   auto no = [&](RejectReason reason) { reject(s, o.client_order_id, reason, now_ns, out); };
   using ull = unsigned long long;
   using ll = long long;
@@ -364,10 +424,6 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
   if (o.quantity <= 0 || o.quantity > ins->config.max_quantity || !notional_of(o.price, o.quantity, notional)) {
     say("quantity %lld is not in 1..%lld", static_cast<ll>(o.quantity), static_cast<ll>(ins->config.max_quantity));
     return no(RejectReason::kInvalidQuantity);
-  }
-  if (!s.throttle.try_take(now_ns)) {
-    say("session %u is over its order rate", s.id);
-    return no(RejectReason::kThrottled);
   }
   if (account->killed()) {
     say("account %llu: kill switch is set", static_cast<ull>(o.account));
@@ -409,7 +465,7 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
   const std::uint64_t at = journal(RecordType::kNewOrder, r, now_ns);
   if (at == 0) {
     say("the journal failed: %s", journal_->failure().c_str());
-    return no(RejectReason::kJournalFailure);
+    return refuse(s, o.client_order_id, RejectReason::kJournalFailure, out);
   }
   out.require_durable(at);
   apply_new_order(r, out);
@@ -417,8 +473,10 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
 
 void OrderHandler::on_cancel(Session& s, const Cancel& c, std::uint64_t now_ns, OutBuffer& out) {
   if (const DedupeEntry* e = dedupe_.find(s.id, c.client_order_id)) return resend(s, *e, out);
-  auto no = [&](RejectReason reason) { reject(s, c.client_order_id, reason, now_ns, out); };
-  // Not throttled and not stopped by the kill switch: pulling orders is always allowed.
+  if (!room_for_id(s)) return refuse(s, c.client_order_id, RejectReason::kIdLimit, out);
+  // A valid Cancel is not throttled nor stopped by the kill switch (pulling
+  // orders is always allowed); a rejected one takes a token.
+  auto no = [&](RejectReason reason) { reject(s, c.client_order_id, reason, now_ns, out, Charge::kTakeToken); };
   if (!s.configured) {
     say("session %u is not configured for order entry", s.id);
     return no(RejectReason::kNotEntitled);
@@ -437,7 +495,7 @@ void OrderHandler::on_cancel(Session& s, const Cancel& c, std::uint64_t now_ns, 
   const std::uint64_t at = journal(RecordType::kCancel, r, now_ns);
   if (at == 0) {
     say("the journal failed: %s", journal_->failure().c_str());
-    return no(RejectReason::kJournalFailure);
+    return refuse(s, c.client_order_id, RejectReason::kJournalFailure, out);
   }
   out.require_durable(at);
   apply_cancel(r, out);
@@ -445,6 +503,11 @@ void OrderHandler::on_cancel(Session& s, const Cancel& c, std::uint64_t now_ns, 
 
 void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_ns, OutBuffer& out) {
   if (const DedupeEntry* e = dedupe_.find(s.id, rp.client_order_id)) return resend(s, *e, out);
+  if (!s.throttle.try_take(now_ns)) {
+    say("session %u is over its order rate", s.id);
+    return refuse(s, rp.client_order_id, RejectReason::kThrottled, out);
+  }
+  if (!room_for_id(s)) return refuse(s, rp.client_order_id, RejectReason::kIdLimit, out);
   auto no = [&](RejectReason reason) { reject(s, rp.client_order_id, reason, now_ns, out); };
   using ull = unsigned long long;
   using ll = long long;
@@ -471,10 +534,6 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
   if (rp.quantity <= 0 || rp.quantity > ins->config.max_quantity || !notional_of(rp.price, rp.quantity, notional)) {
     say("quantity %lld is not in 1..%lld", static_cast<ll>(rp.quantity), static_cast<ll>(ins->config.max_quantity));
     return no(RejectReason::kInvalidQuantity);
-  }
-  if (!s.throttle.try_take(now_ns)) {
-    say("session %u is over its order rate", s.id);
-    return no(RejectReason::kThrottled);
   }
   if (account->killed()) {
     say("account %llu: kill switch is set", static_cast<ull>(n.account));
@@ -510,7 +569,7 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
   const std::uint64_t at = journal(RecordType::kReplace, r, now_ns);
   if (at == 0) {
     say("the journal failed: %s", journal_->failure().c_str());
-    return no(RejectReason::kJournalFailure);
+    return refuse(s, rp.client_order_id, RejectReason::kJournalFailure, out);
   }
   out.require_durable(at);
   apply_replace(r, out);
@@ -525,7 +584,10 @@ void OrderHandler::on_disconnect(std::uint32_t session_id, std::uint64_t now_ns,
   r.next_app_seq = s.last_app_seq + 1;
   r.session = s.id;
   const std::uint64_t at = journal(RecordType::kCancelSession, r, now_ns);
-  out.require_durable(at == 0 ? ~0ULL : at);
+  // A failed journal: the cancels could not be recorded, so they are not
+  // made (a restart would bring the orders back); the service stops trading.
+  if (at == 0) return;
+  out.require_durable(at);
   apply_cancel_session(r, out);
 }
 
@@ -549,7 +611,7 @@ void OrderHandler::apply_new_order(const NewOrderRecord& r, OutBuffer& out) {
   n.side = static_cast<Side>(r.side);
   n.time_in_force = static_cast<TimeInForce>(r.time_in_force);
 
-  DedupeEntry& e = dedupe_.insert(s.id, r.client_order_id);
+  DedupeEntry& e = remember(s, r.client_order_id);
   e.kind = ResponseKind::kAck;
   e.app_seq = seq;
   e.order_id = order_id;
@@ -576,7 +638,7 @@ void OrderHandler::apply_cancel(const CancelRecord& r, OutBuffer& out) {
   const std::uint64_t seq = ++s.last_app_seq;
   const std::int64_t cancelled = current_->book.cancel(slot, *this);
   const OrderNode& n = pool_[slot];
-  DedupeEntry& e = dedupe_.insert(s.id, r.client_order_id);
+  DedupeEntry& e = remember(s, r.client_order_id);
   e.kind = ResponseKind::kCancelAck;
   e.app_seq = seq;
   e.order_id = n.order_id;
@@ -604,7 +666,7 @@ void OrderHandler::apply_replace(const ReplaceRecord& r, OutBuffer& out) {
   OrderNode& n = pool_[slot];
   const std::uint64_t seq = ++s.last_app_seq;
   const bool keeps = r.price == n.price && r.quantity <= n.leaves;
-  DedupeEntry& e = dedupe_.insert(s.id, r.client_order_id);
+  DedupeEntry& e = remember(s, r.client_order_id);
   e.kind = ResponseKind::kReplaceAck;
   e.app_seq = seq;
   e.order_id = n.order_id;

@@ -1,8 +1,8 @@
 // The built-in order handler: the whole ack path on the engine's polling
 // thread, with no wait on another thread.
 //
-//   on_message: decode -> duplicate check -> validate (session, instrument,
-//   account entitlement, price, quantity) -> throttle -> risk (kill switch,
+//   on_message: decode -> duplicate check -> throttle -> validate (session,
+//   instrument, account entitlement, price, quantity) -> risk (kill switch,
 //   credit limit vs open notional) -> price collar -> self-match check ->
 //   journal -> Ack -> book -> fills (both sides), unsolicited cancels,
 //   market-data events.
@@ -14,12 +14,27 @@
 //
 // The duplicate check comes first, before the throttle and risk checks: a
 // resent request gets its original answer even when the session is now over
-// its rate or the account has been killed since.
+// its rate or the account has been killed since. It costs one keyed-hash
+// lookup and records nothing.
+//
+// Nothing a client sends makes the gateway journal or remember anything
+// beyond its order rate: NewOrder and Replace take a throttle token before
+// any validation, and a Cancel or an undecodable message takes one before
+// its reject is journaled (a valid Cancel takes none: pulling orders is
+// always allowed). Without a token the answer is a THROTTLED Reject that is
+// not sequenced, not journaled and not remembered (app_seq 0: nothing
+// happened, the id may be used again). Each session may hold at most
+// `max_client_order_ids_per_session` ids in the duplicate table, the gateway
+// `client_order_id_capacity`; past either, ID_LIMIT, not sequenced either.
+// A journal that has failed is never written again: every request is
+// answered JOURNAL_FAILURE, not sequenced, at once (nothing waits for a
+// durability that cannot come).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -62,8 +77,10 @@ struct HandlerConfig {
   std::vector<AccountConfig> accounts;
   std::vector<SessionConfig> sessions;
   JournalConfig journal;
-  std::uint32_t order_capacity = 1 << 16;          // pooled order nodes (open orders at once)
-  std::size_t expected_client_order_ids = 1 << 16;  // duplicate table sizing (a day's ids)
+  std::uint32_t order_capacity = 1 << 16;                 // pooled order nodes (open orders at once)
+  std::size_t client_order_id_capacity = 1 << 20;         // ids the duplicate table holds (all sessions)
+  std::size_t max_client_order_ids_per_session = 1 << 18;  // one session's share of them
+  std::optional<SipKey> dedupe_key;                       // the duplicate table's hash key; unset = random
   // Called at open() after each replayed record with the messages it
   // produced again (Reject texts are empty: they are not journaled), so the
   // session service can rebuild what a reconnecting client may ask to have
@@ -74,7 +91,8 @@ struct HandlerConfig {
 class OrderHandler final : private BookListener {
  public:
   // Builds the books and replays the journal. nullptr + `error` if the
-  // journal is corrupt or does not match the configuration.
+  // journal is corrupt or does not match the configuration (or no random
+  // hash key could be had).
   static std::unique_ptr<OrderHandler> open(const HandlerConfig& config, std::string& error);
   ~OrderHandler() override;
 
@@ -108,6 +126,7 @@ class OrderHandler final : private BookListener {
   struct Session {
     std::uint32_t id = 0;
     std::uint64_t last_app_seq = 0;  // of the last sequenced message sent
+    std::size_t ids_held = 0;        // its entries in the duplicate table
     TokenBucket throttle;
     bool configured = false;
     bool cancel_on_disconnect = true;
@@ -116,7 +135,7 @@ class OrderHandler final : private BookListener {
     std::uint32_t open_tail = kNoSlot;
   };
 
-  explicit OrderHandler(const HandlerConfig& config);
+  OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key);
 
   Session& session(std::uint32_t id);
   Instrument* instrument(std::uint32_t id) noexcept;
@@ -129,7 +148,17 @@ class OrderHandler final : private BookListener {
   void on_new_order(Session& s, const NewOrder& order, std::uint64_t now_ns, OutBuffer& out);
   void on_cancel(Session& s, const Cancel& cancel, std::uint64_t now_ns, OutBuffer& out);
   void on_replace(Session& s, const Replace& replace, std::uint64_t now_ns, OutBuffer& out);
-  void reject(Session& s, std::uint64_t client_order_id, RejectReason reason, std::uint64_t now_ns, OutBuffer& out);
+  // A sequenced, journaled reject (remembered for its id). `charge`: it
+  // takes a throttle token first (the request did not take one yet).
+  enum class Charge : std::uint8_t { kAlreadyTaken, kTakeToken };
+  void reject(Session& s, std::uint64_t client_order_id, RejectReason reason, std::uint64_t now_ns, OutBuffer& out,
+              Charge charge = Charge::kAlreadyTaken);
+  // An answer that is not sequenced, journaled or remembered: nothing happened (text_ says why).
+  void refuse(Session& s, std::uint64_t client_order_id, RejectReason reason, OutBuffer& out);
+  // True if the session and the gateway may remember one more id (else text_ says which is full).
+  bool room_for_id(const Session& s);
+  // The duplicate-table entry of a new id (room_for_id was checked, or replay did).
+  DedupeEntry& remember(Session& s, std::uint64_t client_order_id);
   void resend(Session& s, const DedupeEntry& entry, OutBuffer& out);
   template <typename Record>
   std::uint64_t journal(RecordType type, const Record& record, std::uint64_t now_ns);
@@ -163,6 +192,7 @@ class OrderHandler final : private BookListener {
   std::unordered_map<std::uint32_t, Session> sessions_;
   RiskRegistry risk_;
   DedupeTable dedupe_;
+  std::size_t max_ids_per_session_;
   std::unique_ptr<Journal> journal_;
   HandlerCounters counters_;
   std::uint64_t next_order_id_ = 0;   // last given

@@ -16,7 +16,9 @@ std::string validate(const ServiceConfig& c) {
   for (const std::string& e : {range("recvDepth", c.recv_depth, 1, 16384), range("sendDepth", c.send_depth, 1, 16384),
                                range("maxMessageBytes", c.max_message_bytes, 16, kMaxMessageBytes),
                                range("backPressureMessages", c.back_pressure_messages, 1, 1u << 24),
-                               range("resendCapacity", c.resend_capacity, 1, 1u << 20)}) {
+                               range("resendCapacity", c.resend_capacity, 1, 1u << 22),
+                               range("maxQueuedMessages", c.max_queued_messages, c.back_pressure_messages,
+                                     c.resend_capacity)}) {
     if (!e.empty()) return e;
   }
   if (c.handler.journal.path.empty()) return "journal.path must be a non-empty path";
@@ -101,6 +103,12 @@ ResendStore& OrderService::store(std::uint32_t session) {
   return *p;
 }
 
+std::size_t OrderService::resend_bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [id, store] : stores_) n += store->bytes_reserved();
+  return n;
+}
+
 RcSession* OrderService::session(std::uint32_t id) const noexcept {
   for (const auto& s : sessions_) {
     if (s->id() == id) return s.get();
@@ -115,6 +123,10 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   if (req.remote.psn > 0xFFFFFFu) return verbs::Error{EINVAL, who + ": remote.psn must be a 24-bit number"};
   for (const std::uint64_t a : req.accounts) {
     if (handler_->risk().find(a) == nullptr) return verbs::Error{EINVAL, who + ": account " + std::to_string(a) + " is not configured"};
+  }
+  if (handler_->journal().failed()) {
+    return verbs::Error{EIO, who + ": the journal failed (" + handler_->journal().failure() +
+                                 "): no session is served until a restart"};
   }
   if (RcSession* old = session(req.session)) {
     if (!old->disconnected) return verbs::Error{EEXIST, who + " is already connected"};
@@ -135,16 +147,18 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   }
   store(req.session);
   s->next_state_check_ns = now_ns + kStateCheckNs;
+  s->last_post_ns = now_ns;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
   sessions_.push_back(std::move(s));
   return a;
 }
 
-bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns) {
+bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns, bool forget) {
   const auto it = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s->id() == id; });
   if (it == sessions_.end()) return false;
   if (!(*it)->disconnected) lose(**it, now_ns);
   sessions_.erase(it);
+  if (forget) stores_.erase(id);
   return true;
 }
 
@@ -152,7 +166,8 @@ std::vector<SessionInfo> OrderService::sessions() const {
   std::vector<SessionInfo> out;
   for (const auto& s : sessions_) {
     out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
-                              s->received_count, s->sent_count, s->channel().held_receives(), s->disconnected});
+                              s->received_count, s->sent_count, s->channel().held_receives(), s->out().size(),
+                              s->back_pressured, s->disconnected});
   }
   return out;
 }
@@ -166,6 +181,7 @@ void OrderService::close(std::uint64_t now_ns) {
 void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   s.disconnected = true;
   s.greeted = false;
+  s.back_pressured = false;
   s.out().clear();
   s.channel().to_error();
   counters_.disconnects.add();
@@ -285,6 +301,7 @@ int OrderService::post_ready() {
       s.stage_send(m.view());
       if (m.recv_ns != 0 && now >= m.recv_ns) ack_latency_.record(now - m.recv_ns);
       q.pop();
+      s.last_post_ns = now;
       ++s.sent_count;
       counters_.sent.add();
       ++work;
@@ -325,20 +342,47 @@ int OrderService::do_work(std::uint64_t now_ns) {
     work += static_cast<int>(n);
   }
   counters_.order_events_waiting.set(events_.size());
-  const std::size_t waiting = pending();
-  counters_.pending.set(waiting);
-  const bool pressed = waiting > config_.back_pressure_messages;
-  if (pressed && !back_pressured_) counters_.back_pressure_events.add();
-  back_pressured_ = pressed;
-  for (const auto& s : sessions_) {
-    if (s->disconnected) continue;
-    if (!pressed) work += static_cast<int>(s->channel().repost_receives());
-    if (now_ns >= s->next_state_check_ns) {
-      s->next_state_check_ns = now_ns + kStateCheckNs;
-      if (s->state() != verbs::QpState::RTS) lose(*s, now_ns);
+  counters_.pending.set(pending());
+  if (handler_->journal().failed() && counters_.journal_failed.get() == 0) on_journal_failure(now_ns);
+  work += pace_sessions(now_ns);
+  return work;
+}
+
+int OrderService::pace_sessions(std::uint64_t now_ns) {
+  const std::uint64_t durable = handler_->durable_position();
+  // The gateway's own JS handler being behind holds everyone: its events are the gateway's work.
+  const bool events_behind = events_.size() > config_.back_pressure_messages;
+  int reposted = 0;
+  for (const auto& sp : sessions_) {
+    RcSession& s = *sp;
+    if (s.disconnected) continue;
+    const OutQueue& q = s.out();
+    // After post_ready, a durable message at the front means every send slot
+    // is taken: the client is the holdup (a queue that waits for the journal is not its doing).
+    const bool client_holds = !q.empty() && q.front().durable <= durable;
+    // (last_post_ns may be a little after now_ns: post_ready reads the clock again.)
+    if (client_holds && q.size() > config_.max_queued_messages && now_ns > s.last_post_ns + config_.stall_ns) {
+      counters_.slow_disconnects.add();
+      lose(s, now_ns);
+      continue;
+    }
+    const bool pressed = (client_holds && q.size() > config_.back_pressure_messages) || events_behind;
+    if (pressed && !s.back_pressured) counters_.back_pressure_events.add();
+    s.back_pressured = pressed;
+    if (!pressed) reposted += static_cast<int>(s.channel().repost_receives());
+    if (now_ns >= s.next_state_check_ns) {
+      s.next_state_check_ns = now_ns + kStateCheckNs;
+      if (s.state() != verbs::QpState::RTS) lose(s, now_ns);
     }
   }
-  return work;
+  return reposted;
+}
+
+void OrderService::on_journal_failure(std::uint64_t now_ns) {
+  counters_.journal_failed.set(1);
+  for (const auto& s : sessions_) {
+    if (!s->disconnected) lose(*s, now_ns);
+  }
 }
 
 }  // namespace qpgate::orders

@@ -3,11 +3,27 @@
 //
 //   do_work: poll every session's CQ in batches (no waiting) → on_message →
 //   handler.poll (group commit) → post the SENDs whose journal records are
-//   durable → publish the durable trades/book changes on the feed → re-post
-//   receives unless back-pressured (more than `back_pressure_messages` waiting
-//   to be posted: clients then meet RNR NAKs; nothing acknowledged is dropped)
-//   → hand the durable order events to the order-event sink, if one is
-//   attached (a JS handler; its backlog counts towards back-pressure).
+//   durable → publish the durable trades/book changes on the feed → hand the
+//   durable order events to the order-event sink, if one is attached (a JS
+//   handler) → re-post receives unless back-pressured → end the sessions
+//   that are too far behind.
+//
+// Back-pressure is per session: a session whose own queue holds more than
+// `back_pressure_messages` answers, the oldest of them durable (so it waits
+// for the client to take them, not for the journal), stops getting its
+// receives re-posted: its client meets RNR NAKs; nothing is dropped. Other
+// sessions are not affected. Only the order-event sink's backlog (the
+// gateway's own JS handler) holds every session's receives. A session that
+// still does not read — its queue passes `max_queued_messages`, as fills
+// for its resting orders keep coming, and nothing could be posted to it for
+// `stall_ns` — is ended (lost, below); what was queued stays in its
+// ResendStore for the next Hello. (The time keeps a client that does read
+// from being ended by a burst: one order sweeping thousands of its resting
+// orders queues thousands of fills at once.)
+//
+// A journal that fails ends every session and refuses new ones (EIO): what
+// it could not record was never acknowledged, and a restart replays what it
+// holds; requests seen before that are answered JOURNAL_FAILURE.
 //
 // A session whose QP leaves RTS (an error completion, a failed post, a
 // periodic state check, an async event handed to on_async_event, or
@@ -48,7 +64,9 @@ struct ServiceConfig {
   std::uint32_t send_depth = 256;
   std::uint32_t max_message_bytes = 512;
   std::uint32_t back_pressure_messages = 1024;
-  std::uint32_t resend_capacity = 4096;  // sequenced messages kept per session for Hello resends
+  std::uint32_t max_queued_messages = 4096;  // a session's queue beyond this ends it (<= resend_capacity) ...
+  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing was posted to it for this long
+  std::uint32_t resend_capacity = 4096;      // sequenced messages kept per session for Hello resends
   int gid_index = -1;                    // -1: the first IPv4-mapped GID of port 1 (else the first set one)
   verbs::RcParams rc;                    // timers and hop limit; psn, mtu, access and sgid_index are per session
 };
@@ -82,6 +100,8 @@ struct SessionInfo {
   std::uint64_t received = 0;
   std::uint64_t sent = 0;
   std::uint64_t rnr_held = 0;  // receives consumed and not re-posted (back-pressure)
+  std::uint64_t queued = 0;    // answers waiting to be posted
+  bool back_pressured = false;
   bool disconnected = false;
 };
 
@@ -90,7 +110,9 @@ struct ServiceCounters {
   engine::SingleWriterCounter sent;                 // SENDs posted
   engine::SingleWriterCounter send_errors;          // posts refused
   engine::SingleWriterCounter disconnects;          // sessions lost (any cause)
-  engine::SingleWriterCounter back_pressure_events; // times receives stopped being re-posted
+  engine::SingleWriterCounter back_pressure_events; // times a session's receives stopped being re-posted
+  engine::SingleWriterCounter slow_disconnects;     // sessions ended for a queue past max_queued_messages
+  engine::SingleWriterCounter journal_failed;       // 1 once the journal has failed (gauge)
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
   engine::SingleWriterCounter cq_overflows;
   engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
@@ -107,7 +129,10 @@ class OrderService {
 
   // EEXIST if the session is connected; EINVAL for a bad request (naming it).
   verbs::Result<SessionAnswer> open_session(const SessionRequest& request, std::uint64_t now_ns);
-  bool close_session(std::uint32_t session, std::uint64_t now_ns);
+  // Ends the session's connection. `forget`: also frees its resend store (the
+  // session is closed for good: a later Hello finds only what a restart's
+  // replay rebuilds); a reconnect keeps it.
+  bool close_session(std::uint32_t session, std::uint64_t now_ns, bool forget = false);
   std::vector<SessionInfo> sessions() const;
 
   int do_work(std::uint64_t now_ns);
@@ -133,6 +158,8 @@ class OrderService {
   const MarketData& market_data() const noexcept { return market_data_; }
   RcSession* session(std::uint32_t id) const noexcept;
   std::size_t session_count() const noexcept { return sessions_.size(); }
+  // Memory held by the resend stores (grows with use, freed by close_session(forget)).
+  std::size_t resend_bytes() const noexcept;
 
  private:
   static constexpr std::size_t kPollBatch = 32;
@@ -147,6 +174,9 @@ class OrderService {
   void lose(RcSession& s, std::uint64_t now_ns);
   int poll_session(RcSession& s, std::uint64_t now_ns);
   int post_ready();
+  // Per-session back-pressure and the queue cap; returns the receives re-posted.
+  int pace_sessions(std::uint64_t now_ns);
+  void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;
 
   verbs::Device& device_;
@@ -162,7 +192,6 @@ class OrderService {
   MarketDataSink sink_;
   OrderEventSink event_sink_;
   OrderEventQueue events_;
-  bool back_pressured_ = false;
   ServiceCounters counters_;
   metrics::LatencyHistogram ack_latency_;
 };

@@ -31,6 +31,7 @@ class OutQueue {
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   PendingMessage& front() noexcept { return ring_[head_]; }
+  const PendingMessage& front() const noexcept { return ring_[head_]; }
   void pop() noexcept {
     head_ = (head_ + 1) % ring_.size();
     --size_;

@@ -65,9 +65,11 @@ class RcSession {
   OutQueue& out() noexcept { return out_; }
   bool greeted = false;       // a Welcome was queued: sequenced messages follow it
   bool disconnected = false;  // the QP left RTS and on_disconnect ran
+  bool back_pressured = false;  // its receives are held: it does not read its answers
   std::uint64_t received_count = 0;
   std::uint64_t sent_count = 0;
   std::uint64_t next_state_check_ns = 0;
+  std::uint64_t last_post_ns = 0;  // a send was last posted to it (or it was opened)
 
  private:
   explicit RcSession(const RcSessionConfig& config) : config_(config) {}

@@ -31,8 +31,9 @@ enum class RejectReason : std::uint8_t {
   kBookFull = 14,
   kUnknownAccount = 15,
   kJournalFailure = 16,
+  kIdLimit = 17,
 };
-inline constexpr std::size_t kRejectReasons = 17;
+inline constexpr std::size_t kRejectReasons = 18;
 
 enum class CancelReason : std::uint8_t {
   kUnspecified = 0,

@@ -2,7 +2,11 @@
 // gateway enforces before it acknowledges.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
+#include <csignal>
+#include <cstring>
 
 #include "support.h"
 
@@ -153,6 +157,156 @@ TEST_F(HandlerTest, ThrottleRejectsOverTheRateAndRefills) {
       << "cancels are not throttled";
   EXPECT_NE(first<Ack>(send(h(), kSessionA, buy(5, 100, 1), t + 1'000'000'000), kSessionA), nullptr);
   EXPECT_EQ(rejects(RejectReason::kThrottled), 1u);
+}
+
+TEST_F(HandlerTest, ThrottledRequestsAreNotSequencedJournaledOrRemembered) {
+  HandlerConfig c = small_config(dir_.file("journal2"));
+  c.sessions[0].throttle = ThrottleConfig{1, 2};
+  open(c);
+  const std::uint64_t t = 5'000'000'000;
+  const std::uint64_t records = h().counters().journal_records.get();
+  // A flood of invalid orders (an instrument nobody trades), cancels of
+  // orders that do not exist and undecodable bytes: the throttle comes
+  // before any of them is checked, journaled or remembered.
+  std::uint64_t throttled = 0;
+  for (std::uint64_t i = 1; i <= 300; ++i) {
+    NewOrder bad = buy(i, 100, 1);
+    bad.instrument_id = 999;
+    const OrderMessage m = i % 3 == 0 ? OrderMessage{Cancel{i, 77'000 + i, kInstrument}} : OrderMessage{bad};
+    for (const Received& r : send(h(), kSessionA, m, t)) {
+      const Reject* rj = std::get_if<Reject>(&r.message);
+      ASSERT_NE(rj, nullptr);
+      if (rj->reason != RejectReason::kThrottled) continue;
+      ++throttled;
+      EXPECT_EQ(rj->app_seq, 0u) << "a THROTTLED reject is not sequenced";
+      EXPECT_EQ(r.app_seq, 0u);
+      EXPECT_EQ(rj->client_order_id, i);
+    }
+  }
+  OutBuffer out;
+  const std::uint8_t garbage[] = {0xff, 0xff, 0xff};
+  h().on_message(kSessionA, garbage, t, out);
+  const auto g = decode_all(out);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(std::get<Reject>(g[0].message).reason, RejectReason::kThrottled) << "undecodable bytes take a token too";
+
+  EXPECT_EQ(throttled, 298u) << "the burst of 2 is all that was checked";
+  EXPECT_EQ(h().counters().journal_records.get() - records, 2u) << "only the two checked rejects were journaled";
+  EXPECT_EQ(h().dedupe().size(), 2u);
+  EXPECT_EQ(h().last_app_seq(kSessionA), 2u);
+  // Nothing was remembered for a throttled id: it may be used again once the rate allows.
+  EXPECT_NE(first<Ack>(send(h(), kSessionA, buy(4, 100, 1), t + 1'000'000'000), kSessionA), nullptr);
+}
+
+TEST_F(HandlerTest, ASessionPastItsShareOfClientOrderIdsGetsIdLimitAndOthersGoOn) {
+  HandlerConfig c = small_config(dir_.file("journal2"));
+  c.max_client_order_ids_per_session = 3;
+  open(c);
+  for (std::uint64_t i = 1; i <= 3; ++i) EXPECT_NE(first<Ack>(send(h(), kSessionA, buy(i, 100, 1)), kSessionA), nullptr);
+  const Reject& rj = must<Reject>(send(h(), kSessionA, buy(4, 100, 1)), kSessionA);
+  EXPECT_EQ(rj.reason, RejectReason::kIdLimit);
+  EXPECT_EQ(rj.app_seq, 0u);
+  EXPECT_NE(std::string_view{rj.text}.find("maxClientOrderIds"), std::string_view::npos) << rj.text;
+  EXPECT_EQ(h().last_app_seq(kSessionA), 3u);
+  // Its ids already answered still get their answers; another session is not touched.
+  EXPECT_TRUE(must<Ack>(send(h(), kSessionA, buy(2, 100, 1)), kSessionA).possible_resend);
+  EXPECT_NE(first<Ack>(send(h(), kSessionB, sell(1, 200, 1)), kSessionB), nullptr);
+  EXPECT_EQ(rejects(RejectReason::kIdLimit), 1u);
+}
+
+TEST_F(HandlerTest, AFullDuplicateTableRefusesNewIdsWithoutGrowing) {
+  HandlerConfig c = small_config(dir_.file("journal2"));
+  c.client_order_id_capacity = 4;
+  open(c);
+  ASSERT_EQ(h().dedupe().capacity(), 4u);
+  for (std::uint64_t i = 1; i <= 2; ++i) ASSERT_NE(first<Ack>(send(h(), kSessionA, buy(i, 100, 1)), kSessionA), nullptr);
+  for (std::uint64_t i = 1; i <= 2; ++i) ASSERT_NE(first<Ack>(send(h(), kSessionB, sell(i, 200, 1)), kSessionB), nullptr);
+  const Reject& rj = must<Reject>(send(h(), kSessionB, sell(3, 200, 1)), kSessionB);
+  EXPECT_EQ(rj.reason, RejectReason::kIdLimit);
+  EXPECT_NE(std::string_view{rj.text}.find("clientOrderIdCapacity"), std::string_view::npos) << rj.text;
+  EXPECT_EQ(h().dedupe().size(), 4u);
+  EXPECT_EQ(h().dedupe().capacity(), 4u);
+
+  // A journal with more ids than the table holds refuses to start, naming the key.
+  handler_.reset();
+  c.client_order_id_capacity = 3;
+  std::string error;
+  EXPECT_EQ(OrderHandler::open(c, error), nullptr);
+  EXPECT_NE(error.find("clientOrderIdCapacity"), std::string::npos) << error;
+}
+
+TEST_F(HandlerTest, AFailedJournalAnswersJournalFailureAtOnceAndRecordsNothing) {
+  HandlerConfig c = small_config(dir_.file("journal2"));
+  c.journal.sync = SyncPolicy::kNoSync;
+  c.journal.buffer_bytes = 1;  // every append is written at once
+  open(c);
+  ASSERT_NE(first<Ack>(send(h(), kSessionA, buy(1, 100, 1)), kSessionA), nullptr);
+  // The file may not grow: the next write(2) fails with EFBIG.
+  struct rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit capped = old;
+  capped.rlim_cur = h().journal().appended_position();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &capped), 0);
+  OutBuffer out;
+  h().on_message(kSessionA, bytes_of(buy(2, 100, 1)), 1, out);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_TRUE(h().journal().failed());
+  const auto r = decode_all(out);
+  ASSERT_EQ(r.size(), 1u);
+  const Reject& rj = std::get<Reject>(r[0].message);
+  EXPECT_EQ(rj.reason, RejectReason::kJournalFailure);
+  EXPECT_EQ(rj.app_seq, 0u) << "not sequenced: nothing was done";
+  EXPECT_EQ(out.durable_position(), 0u) << "nothing to wait for: the answer goes out now";
+  EXPECT_NE(std::string_view{rj.text}.find("journal failed"), std::string_view::npos) << rj.text;
+  // Every later request, a Hello included, is answered the same way at once.
+  for (const OrderMessage& m : {OrderMessage{buy(3, 100, 1)}, OrderMessage{Cancel{4, 1, kInstrument}}, OrderMessage{Hello{0}}}) {
+    OutBuffer o;
+    h().on_message(kSessionA, bytes_of(m), 1, o);
+    const auto rr = decode_all(o);
+    ASSERT_EQ(rr.size(), 1u);
+    EXPECT_EQ(std::get<Reject>(rr[0].message).reason, RejectReason::kJournalFailure);
+    EXPECT_EQ(o.durable_position(), 0u);
+  }
+  EXPECT_EQ(h().last_app_seq(kSessionA), 1u);
+  EXPECT_EQ(rejects(RejectReason::kJournalFailure), 4u);
+}
+
+TEST(DedupeTable, TheSlotOfAnIdDependsOnTheKeySoCollisionsCannotBeChosen) {
+  // Ids that share a slot under one key are spread under another.
+  DedupeTable one(1000, SipKey{1, 2});
+  DedupeTable two(1000, SipKey{3, 4});
+  for (std::uint64_t id = 1; id <= 1000; ++id) {
+    ASSERT_NE(one.insert(kSessionA, id), nullptr);
+    ASSERT_NE(two.insert(kSessionA, id), nullptr);
+  }
+  for (std::uint64_t id = 1; id <= 1000; ++id) {
+    ASSERT_NE(one.find(kSessionA, id), nullptr);
+    EXPECT_EQ(one.find(kSessionB, id), nullptr);
+  }
+  std::size_t same_slot = 0;
+  for (std::uint64_t id = 1; id <= 1000; ++id) {
+    same_slot += (one.find(kSessionA, id) - one.find(kSessionA, 1)) == (two.find(kSessionA, id) - two.find(kSessionA, 1));
+  }
+  EXPECT_LT(same_slot, 20u) << "the layout must change with the key";
+  EXPECT_EQ(one.insert(kSessionA, 5000), nullptr) << "full at its capacity: it never grows";
+}
+
+TEST(SipHash, MatchesTheReferenceVectors) {
+  // The reference implementation's vectors: key 00..0f, messages 00..(n-1).
+  SipKey key;
+  std::uint8_t k[16];
+  for (int i = 0; i < 16; ++i) k[i] = static_cast<std::uint8_t>(i);
+  std::memcpy(&key.k0, k, 8);
+  std::memcpy(&key.k1, k + 8, 8);
+  std::uint8_t m[16];
+  for (int i = 0; i < 16; ++i) m[i] = static_cast<std::uint8_t>(i);
+  EXPECT_EQ(siphash24(key, m, 0), 0x726fdb47dd0e0e31ULL);
+  EXPECT_EQ(siphash24(key, m, 1), 0x74f839c593dc67fdULL);
+  EXPECT_EQ(siphash24(key, m, 8), 0x93f5f5799a932462ULL);
+  EXPECT_EQ(siphash24(key, m, 15), 0xa129ca6149be45e5ULL);
+  EXPECT_EQ(siphash24(key, m, 16), 0x3f2acc7f57c29bdbULL);
 }
 
 TEST(TokenBucket, BurstThenRate) {

@@ -37,6 +37,7 @@ inline ServiceConfig service_config(const std::string& journal_path) {
   c.send_depth = 16;
   c.back_pressure_messages = 64;
   c.resend_capacity = 256;
+  c.max_queued_messages = 256;
   return c;
 }
 

@@ -207,26 +207,31 @@ TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) 
   a.repost = false;
   ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, true, 2).ok());
   a.send(Hello{0});
+  // Welcome and the first Ack fill its receives, four answers its send
+  // slots; past two more, its own queue holds its receives back.
+  constexpr std::uint64_t kFirst = 10;
+  for (std::uint64_t i = 1; i <= kFirst; ++i) a.send(buy(i, 100, 1));
+  auto pressed = [&] { return gw.service->sessions()[0].back_pressured; };
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return pressed() && gw.service->counters().received.get() == kFirst + 1; }))
+      << gw.service->counters().received.get() << " received, queued " << gw.service->sessions()[0].queued;
+  EXPECT_GE(gw.service->counters().back_pressure_events.get(), 1u);
+
+  // What it sends now uses up the receives still posted, then meets RNR NAKs.
   constexpr std::uint64_t kOrders = 30;
-  for (std::uint64_t i = 1; i <= kOrders; ++i) a.send(buy(i, 100, 1));
-  auto held = [&] {
-    std::uint64_t n = 0;
-    for (const auto& s : gw.service->sessions()) n += s.rnr_held;
-    return n;
-  };
-  // The gateway's sends wait for the client, its queue passes the limit, and
-  // it stops re-posting receives.
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return gw.service->counters().back_pressure_events.get() >= 1 && held() > 0; }));
-  // Receives still posted are used up first; the first RNR NAK says none is left.
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.soft_qp().counters().rcvd_rnr_err.get() > 0; }))
-      << "the client met no RNR NAK under back-pressure";
+  for (std::uint64_t i = kFirst + 1; i <= kOrders; ++i) a.send(buy(i, 100, 1));
+  auto rnr_naks = [&] { return a.soft_qp().counters().rcvd_rnr_err.get(); };
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return rnr_naks() > 0; })) << "the client met no RNR NAK under back-pressure";
+  // A few retries later the service has polled whatever the device took in before its receives ran out.
+  const std::uint64_t first_naks = rnr_naks();
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return rnr_naks() > first_naks + 2; }));
   const std::uint64_t received = gw.service->counters().received.get();
-  const std::uint64_t rnr_before = a.soft_qp().counters().rcvd_rnr_err.get();
-  EXPECT_LT(received, kOrders + 1);
+  const std::uint64_t rnr_before = rnr_naks();
+  EXPECT_LE(received, kFirst + 1 + cfg.recv_depth);
+  EXPECT_GT(gw.service->sessions()[0].rnr_held, 0u);
   // The client keeps retrying against the receives it is refused: RNR NAKs, nothing taken in.
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.soft_qp().counters().rcvd_rnr_err.get() > rnr_before + 2; }))
-      << "RNR NAKs stopped under back-pressure";
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return rnr_naks() > rnr_before + 2; })) << "RNR NAKs stopped under back-pressure";
   EXPECT_EQ(gw.service->counters().received.get(), received);
+  EXPECT_TRUE(pressed());
 
   // The client catches up: every order is answered once, in sequence.
   a.repost = true;
@@ -234,9 +239,101 @@ TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) 
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == kOrders; }, 10s))
       << a.all<Ack>().size() << " acks";
   gw.run_for({&a}, 50ms);
+  EXPECT_FALSE(pressed());
   EXPECT_EQ(a.all<Welcome>().size(), 1u);
   EXPECT_EQ(app_seqs(a), one_to(kOrders));
   EXPECT_EQ(a.count_sent_completions(), kOrders + 1);
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 0u);
+}
+
+TEST(OrderSessions, ASessionThatStopsReadingIsEndedAloneAndGetsEveryFillOnReconnect) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.back_pressure_messages = 4;
+  cfg.max_queued_messages = 8;
+  cfg.stall_ns = 200'000'000;
+  Gateway gw("127.66.14.1", cfg);
+  ASSERT_TRUE(gw.service);
+  constexpr std::uint64_t kResting = 40;  // more fills than its receives, send slots and max_queued_messages
+  // A rests 40 sells and then reads nothing more: receives for its Welcome, its Acks and two more.
+  Client a("127.66.14.2"), b("127.66.14.3");
+  a.repost = false;
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, true, kResting + 3).ok());
+  ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= kResting; ++i) a.send(sell(i, 100, 1, kAccountA));
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.all<Ack>().size() == kResting; }))
+      << a.all<Ack>().size() << " acks";
+  // B takes every one of them, one order at a time, and must never wait for A.
+  b.send(Hello{0});
+  constexpr std::uint64_t kBuys = kResting;
+  for (std::uint64_t i = 1; i <= kBuys; ++i) {
+    b.send(buy(i, 100, 1, kAccountB));
+    ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return b.all<Ack>().size() == i; }, 2s)) << "B stalled at order " << i;
+  }
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return b.all<Fill>().size() == kResting; }));
+  EXPECT_EQ(b.soft_qp().counters().rcvd_rnr_err.get(), 0u) << "B met back-pressure that was A's";
+  EXPECT_EQ(app_seqs(b), one_to(kBuys + kResting)) << "an Ack and a Fill for each";
+  // A's queue of fills passed max_queued_messages: A alone was ended.
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return gw.service->counters().slow_disconnects.get() == 1; }));
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
+  EXPECT_TRUE(gw.service->session(kSessionA)->disconnected);
+  EXPECT_FALSE(gw.service->session(kSessionB)->disconnected);
+
+  // A comes back and gets every fill it was sent, none lost.
+  Client again("127.66.14.4");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again, &b}, [&] { return again.all<Fill>().size() == kResting; }))
+      << again.all<Fill>().size() << " fills resent";  gw.run_for({&again, &b}, 20ms);
+  EXPECT_EQ(again.all<Welcome>()[0]->app_seq, 2 * kResting);
+  EXPECT_EQ(app_seqs(again), one_to(2 * kResting));
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
+}
+
+TEST(OrderSessions, AResentIdDoesNotCostAReconnectItsLaterMessages) {
+  TempDir dir;
+  Gateway gw("127.66.15.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.15.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  a.send(Hello{0});
+  a.send(buy(1, 100, 1));
+  a.send(buy(2, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 2; }));
+  a.send(buy(1, 100, 1));  // resent: answered with its first Ack again (app_seq 1)
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
+  EXPECT_TRUE(a.all<Ack>()[2]->possible_resend);
+  EXPECT_EQ(a.all<Ack>()[2]->app_seq, 1u);
+  // Cancel-on-disconnect: CancelAcks 3 and 4 wait for the next Hello.
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  Client again("127.66.15.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.all<CancelAck>().size() == 2; }));
+  gw.run_for({&again}, 20ms);
+  EXPECT_EQ(again.all<Welcome>()[0]->app_seq, 4u);
+  EXPECT_EQ(app_seqs(again), one_to(4));
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
+}
+
+TEST(OrderSessions, ResendStoresGrowWithUseAndAClosedForGoodSessionFreesItsStore) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.resend_capacity = 4096;
+  cfg.max_queued_messages = 4096;
+  Gateway gw("127.66.16.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.16.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  EXPECT_LE(gw.service->resend_bytes(), ResendStore::kInitialSlots * 400u) << "a new session costs a few KiB, not its capacity";
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 40; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 40; }));
+  EXPECT_LE(gw.service->resend_bytes(), 64u * 400u);
+  EXPECT_GT(gw.service->resend_bytes(), 32u * 300u);
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns(), true));
+  EXPECT_EQ(gw.service->resend_bytes(), 0u);
 }
 
 TEST(OrderSessions, OrderEventsFollowTheAcksAndASlowSinkBackPressuresWithoutLosingAny) {
@@ -536,6 +633,8 @@ TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGa
   TempDir dir;
   ServiceConfig cfg = service_config(dir.file("journal"));
   cfg.resend_capacity = 2;
+  cfg.back_pressure_messages = 2;
+  cfg.max_queued_messages = 2;
   Gateway gw("127.66.10.1", cfg);
   ASSERT_TRUE(gw.service);
   Client a("127.66.10.2");

@@ -65,7 +65,7 @@ inline HandlerConfig small_config(const std::string& journal_path) {
   c.journal.path = journal_path;
   c.journal.sync = SyncPolicy::kEveryRecord;
   c.order_capacity = 1024;
-  c.expected_client_order_ids = 1024;
+  c.client_order_id_capacity = 1 << 16;
   return c;
 }
 

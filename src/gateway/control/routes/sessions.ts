@@ -268,14 +268,14 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       if (principal.scope !== 'admin' && owner !== principal.name) {
         return forbidden(reply, `token "${principal.name}" did not open session ${id} and is not an admin token`);
       }
-      const closed = closeSession(id, `DELETE by token "${principal.name}"`);
+      const closed = closeSession(id, `DELETE by token "${principal.name}"`, true);
       return { id, closed, state: infoOf(id)?.state ?? 'closed' };
     });
   }
 
-  function closeSession(id: number, why: string): boolean {
+  function closeSession(id: number, why: string, forget = false): boolean {
     let closed = false;
-    for (const p of state.sessionProviders) if (p.list().some((s) => s.id === id)) closed = p.close(id) || closed;
+    for (const p of state.sessionProviders) if (p.list().some((s) => s.id === id)) closed = p.close(id, forget) || closed;
     open.delete(id);
     log.info({ id, why, closed }, 'session closed');
     return closed;
