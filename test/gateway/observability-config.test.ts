@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../support/paths.js';
-import { client, startTestGateway } from '../support/in-process-gateway.js';
+import { client, READ_TOKEN, startTestGateway } from '../support/in-process-gateway.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
@@ -48,7 +48,7 @@ test('dashboard.json is a Grafana dashboard whose panels query exported metrics'
   const gw = await startTestGateway('feeds:\n  channels:\n    - id: 1\n      groupA: 239.96.0.1\n  synthetic:\n    enabled: false\n');
   let exported: Set<string>;
   try {
-    const families = parsePrometheusText((await client(gw).get('/metrics')).text);
+    const families = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
     exported = new Set([...families.values()].flatMap((f) => [f.name, ...f.samples.map((s) => s.name)]));
   } finally {
     await gw.close('test done');

@@ -173,7 +173,9 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     std::vector<std::pair<std::string, std::uint64_t>> flat;
     std::vector<std::pair<std::string, std::uint64_t>> by_reason;
     std::vector<std::pair<std::string, std::uint64_t>> by_kind;
+    std::string journal_failure;
     with_service(env, "service.stats", [&](orders::OrderService& s) {
+      journal_failure = s.handler().journal().failure();
       const orders::HandlerCounters& h = s.handler().counters();
       const orders::ServiceCounters& c = s.counters();
       const orders::JournalStats& j = s.handler().journal().stats();
@@ -203,6 +205,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},
+              {"journalFailed", s.handler().journal().failed() ? 1 : 0},
               {"durablePosition", s.handler().durable_position()},
               {"backPressureEvents", c.back_pressure_events.get()},
               {"ackLatencyCount", s.ack_latency().total()},
@@ -227,6 +230,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     Napi::Object kinds = Napi::Object::New(env);
     for (const auto& [k, v] : by_kind) kinds.Set(k, num(env, v));
     o.Set("decodeErrorsByKind", kinds);
+    o.Set("journalFailure", journal_failure);  // "" while journalFailed is 0
     return o;
   }
 

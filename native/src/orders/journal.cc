@@ -86,10 +86,21 @@ bool write_all(int fd, const std::uint8_t* p, std::size_t n, std::uint64_t at) {
   return true;
 }
 
+bool sync_parent_dir(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  const bool ok = ::fsync(dfd) == 0;
+  ::close(dfd);
+  return ok;
+}
+
 }  // namespace
 
 std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const ReplayVisitor& visitor, std::string& error) {
-  const int fd = ::open(config.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Orders and accounts are nobody else's business: owner-only, an older 0644 file included.
+  const int fd = ::open(config.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     error = errno_text("open", config.path);
     return nullptr;
@@ -99,6 +110,7 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
     error = std::move(message);
     return nullptr;
   };
+  if (::fchmod(fd, 0600) != 0) return fail(errno_text("chmod 0600", config.path));
   std::vector<std::uint8_t> file;
   if (!read_all(fd, file)) return fail(errno_text("read", config.path));
 
@@ -113,6 +125,8 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
     if (::ftruncate(fd, 0) != 0 || !write_all(fd, header, sizeof header, 0) || ::fdatasync(fd) != 0) {
       return fail(errno_text("write header", config.path));
     }
+    // A new file's name is durable only once its directory is.
+    if (!sync_parent_dir(config.path)) return fail(errno_text("fsync directory of", config.path));
     stats.torn_tail_bytes = file.size();
     file.assign(header, header + sizeof header);
   } else {

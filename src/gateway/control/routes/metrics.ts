@@ -1,7 +1,7 @@
 // GET /metrics in the Prometheus text format. Engine figures are read from
 // the native counters when Prometheus scrapes, never per event: JS does no
 // per-message metric work.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
 import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
@@ -31,6 +31,11 @@ export function createRegistry(state: GatewayState): Registry {
     'qpgate_engine_cycles_over_threshold_total',
     'Engine duty cycles longer than the threshold (1 ms).',
     () => stats().cyclesOverThreshold,
+  );
+  nativeCounter(
+    'qpgate_engine_record_handler_errors_total',
+    'fromEngine record handlers (JS) that threw: the record was skipped for that handler, logged, and the gateway went on.',
+    () => state.engine.recordHandlerErrors,
   );
   new Counter({
     name: 'qpgate_engine_ring_records_total',
@@ -262,9 +267,13 @@ export function countControlRequests(app: FastifyInstance, registry: Registry): 
   });
 }
 
-export async function metricsRoutes(app: FastifyInstance, opts: { state: GatewayState; registry: Registry }): Promise<void> {
+export async function metricsRoutes(
+  app: FastifyInstance,
+  opts: { state: GatewayState; registry: Registry; authenticate?: onRequestHookHandler },
+): Promise<void> {
   const { registry } = opts;
-  app.get('/metrics', async (_request, reply) => {
+  // control.metricsAuth 'token': any token (a read scope suffices), as Prometheus's bearer_token_file sends it.
+  app.get('/metrics', opts.authenticate ? { onRequest: opts.authenticate } : {}, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
   });
