@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Gateway } from '../../src/gateway/service.js';
 import { TickFileWriter } from '../../src/feed/recording.js';
+import { journalProblem } from '../../src/gateway/orders.js';
 import { ADMIN_TOKEN, client, READ_TOKEN, startTestGateway } from '../support/in-process-gateway.js';
 
 let gw: Gateway;
@@ -115,4 +116,22 @@ test('control.metricsAuth none leaves /metrics open', async () => {
   } finally {
     await open.close('test done');
   }
+});
+
+test('/readyz is 503 with the reason while a readiness check fails (the order journal), /healthz stays 200', async () => {
+  const api = client(gw);
+  const failed = { running: true, stats: () => ({ journalFailed: 1, journalFailure: 'journal /x/orders.journal: write: No space left on device' }) };
+  const problem = journalProblem(failed as unknown as Parameters<typeof journalProblem>[0]);
+  assert.equal(problem, 'order journal failed: journal /x/orders.journal: write: No space left on device');
+  assert.equal(journalProblem({ running: true, stats: () => ({ journalFailed: 0, journalFailure: '' }) } as unknown as Parameters<typeof journalProblem>[0]), undefined);
+  gw.state.readinessChecks.push(() => problem);
+  try {
+    const r = await api.get('/readyz');
+    assert.equal(r.status, 503);
+    assert.deepEqual(r.json, { status: 'not ready', reason: problem });
+    assert.equal((await api.get('/healthz')).status, 200);
+  } finally {
+    gw.state.readinessChecks.pop();
+  }
+  assert.equal((await api.get('/readyz')).status, 200);
 });

@@ -100,4 +100,7 @@ test('sessions.json: 200 names acquired at once cost a few coalesced writes, all
 test('the order journal is created 0600 (an older 0644 one is tightened at open)', async () => {
   const journal = join(gw.state.config.state.dir, 'orders.journal');
   assert.equal(statSync(journal).mode & 0o777, 0o600);
+  // The journal's state reaches /readyz: ready while it has not failed.
+  const ready = await call(gw.url, 'GET', '/readyz');
+  assert.equal(ready.status, 200, JSON.stringify(ready.json));
 });

@@ -86,6 +86,14 @@ bool write_all(int fd, const std::uint8_t* p, std::size_t n, std::uint64_t at) {
   return true;
 }
 
+// A regular file readable by others (an older journal) is made 0600; anything else is left alone.
+bool owner_only(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return false;
+  if (!S_ISREG(st.st_mode) || (st.st_mode & 077) == 0) return true;
+  return ::fchmod(fd, st.st_mode & 0700) == 0;
+}
+
 bool sync_parent_dir(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -110,7 +118,7 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
     error = std::move(message);
     return nullptr;
   };
-  if (::fchmod(fd, 0600) != 0) return fail(errno_text("chmod 0600", config.path));
+  if (!owner_only(fd)) return fail(errno_text("chmod 0600", config.path));
   std::vector<std::uint8_t> file;
   if (!read_all(fd, file)) return fail(errno_text("read", config.path));
 
