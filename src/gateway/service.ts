@@ -52,15 +52,18 @@ export interface StartOptions {
 
 export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const log = logger.child({ component: 'gateway' });
-  // Before anything is written under state.dir (admin.token, sessions.json, the journal).
-  lockStateDir(config.state.dir);
   // Config problems the schema cannot see (SLO windows vs interval) fail before anything starts.
   const latency = new LatencyRegistry();
   const slo = new SloService(config.slo, latency, (err) => log.error({ err }, 'SLO evaluation failed'));
-
   const engine = new Engine(engineOptions(config));
   engine.onRecordHandlerError(recordHandlerErrorLog(log));
-  const placement = await engine.start();
+
+  // Before anything is written under state.dir (admin.token, sessions.json, the journal).
+  const stateLock = lockStateDir(config.state.dir);
+  const placement = await engine.start().catch((err: unknown) => {
+    stateLock.release();
+    throw err;
+  });
   log.info({ placement }, 'engine started');
 
   const state: GatewayState = {
@@ -110,6 +113,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     state.heartbeat.stop();
     await engine.stop();
+    stateLock.release();
     throw err;
   }
   slo.start();
@@ -153,6 +157,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       await step('device', () => releaseDevice(state, log));
       state.heartbeat.stop();
       await step('engine', () => engine.stop());
+      stateLock.release();  // last: the journal and sessions.json are closed
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
       log.info({ code }, 'stopped');

@@ -9,6 +9,10 @@ import { join } from 'node:path';
 import { QPGATE_BIN } from '../support/paths.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
+import { startTestGateway } from '../support/in-process-gateway.js';
+import { startGateway } from '../../src/gateway/service.js';
+import { createLogger } from '../../src/gateway/log.js';
+import { StateDirLockedError } from '../../src/gateway/state-lock.js';
 
 test('a second qpgate serve on a locked state.dir exits 2 with the directory and the pid; the first keeps its admin token', { timeout: 60_000 }, async () => {
   const first = await startGatewayProcess();
@@ -34,4 +38,17 @@ test('a second qpgate serve on a locked state.dir exits 2 with the directory and
     first.child.kill('SIGTERM');
   }
   assert.equal(await first.exited, 0);
+});
+
+test('in one process too: a second gateway on a state.dir in use is refused; once the first has closed, one may start', async () => {
+  const first = await startTestGateway();
+  const dir = first.state.config.state.dir;
+  const again = () => startGateway({ ...first.state.config, control: { ...first.state.config.control, port: 0 }, backend: { ...first.state.config.backend, address: freeLoopbackAddress() } }, createLogger('silent'), { handleSignals: false });
+  try {
+    await assert.rejects(again(), (err: unknown) => err instanceof StateDirLockedError && err.message === `state.dir ${dir} is in use by another qpgate (pid ${process.pid}); stop it or give this one another state.dir`);
+  } finally {
+    await first.close('test done');
+  }
+  const second = await again();
+  await second.close('test done');
 });

@@ -40,10 +40,11 @@ Napi::Error locked_error(Napi::Env env, const std::string& dir, const std::strin
   return e;
 }
 
-// lockStateDir(dir) → fd: an exclusive flock on <dir>/qpgate.lock, held for
-// the life of the process (the fd is never closed; the kernel releases it at
-// exit, SIGKILL included). The file carries the holder's pid for the message
-// a second gateway prints. Throws code 'ELOCKED' when another process holds it.
+// lockStateDir(dir) → fd: an exclusive flock on <dir>/qpgate.lock, held while
+// the fd is open (the caller closes it at shutdown; the kernel releases it at
+// exit, SIGKILL included). flock belongs to the open file, so a second lock in
+// the same process is refused as well. The file carries the holder's pid for
+// the message a second gateway prints. Throws code 'ELOCKED' when it is held.
 Napi::Value LockStateDir(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsString()) throw Napi::TypeError::New(env, "lockStateDir: expected the state directory (a string)");

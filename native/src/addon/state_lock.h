@@ -1,5 +1,5 @@
 // exports.lockStateDir(dir): one gateway per state.dir (an exclusive flock,
-// held for the process's life). Node has no flock, so it lives here.
+// held until its fd is closed). Node has no flock, so it lives here.
 #pragma once
 
 #include <napi.h>
