@@ -100,7 +100,10 @@ test('/metrics needs a token (any scope) by default; an unknown /v1 path is 401 
   const open = await api.get('/metrics');
   assert.equal(open.status, 401);
   assert.equal(open.json.error, 'unauthorized');
-  assert.equal((await api.get('/metrics', READ_TOKEN)).status, 200);
+  const scraped = await api.get('/metrics', READ_TOKEN);
+  assert.equal(scraped.status, 200);
+  const age = /^qpgate_engine_heartbeat_age_seconds ([0-9.e-]+)$/m.exec(scraped.text);
+  assert.ok(age && Number(age[1]) < 0.3, `heartbeat age ${age?.[1]}`);
   for (const path of ['/v1/nothing-here', '/v1/sessions/x/y', '/v1']) {
     const r = await api.get(path);
     assert.equal(r.status, 401, path);

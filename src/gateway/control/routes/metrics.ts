@@ -69,6 +69,14 @@ export function createRegistry(state: GatewayState): Registry {
     },
   });
   new Gauge({
+    name: 'qpgate_engine_heartbeat_age_seconds',
+    help: 'Time since the engine last completed a duty cycle, as /healthz sees it (control.health.engineStaleMs is the limit).',
+    registers: [registry],
+    collect() {
+      this.set(state.heartbeat.ageMs() / 1000);
+    },
+  });
+  new Gauge({
     name: 'qpgate_engine_running',
     help: '1 while the engine thread runs.',
     registers: [registry],
