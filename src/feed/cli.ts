@@ -8,6 +8,7 @@
 // /v1/feeds/:name and receive on a soft device of their own (--address); with
 // --recovery they recover gaps and late joins over RC (role 'recovery').
 import { Option, type Command } from 'commander';
+import { basename, dirname, resolve } from 'node:path';
 
 import { ClientError, DEFAULT_URL, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { MessageType } from './messages.js';
@@ -201,7 +202,9 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
 export function replayOverrides(file: string, flags: { speed: string; once?: boolean }): string[] {
   const speed = Number(flags.speed);
   if (!(speed >= 0) || !Number.isFinite(speed)) throw new ClientError(`--speed must be a number >= 0 (0 = as fast as possible), got ${JSON.stringify(flags.speed)}`);
-  return ['feeds.enabled=true', 'feeds.source=replay', `feeds.replay.file=${file}`, `feeds.replay.speed=${speed}`, `feeds.replay.loop=${flags.once ? 'false' : 'true'}`];
+  // The file's own directory is the replay directory: the operator named this file.
+  const path = resolve(file);
+  return ['feeds.enabled=true', 'feeds.source=replay', `feeds.replay.dir=${dirname(path)}`, `feeds.replay.file=${basename(path)}`, `feeds.replay.speed=${speed}`, `feeds.replay.loop=${flags.once ? 'false' : 'true'}`];
 }
 
 export const replaySpeedOption = () => new Option('--speed <x>', '1 = the recorded pacing, 2 = twice as fast, 0 = as fast as possible').default('1');

@@ -68,7 +68,13 @@ export const FeedsConfig = Type.Object(
     source: Type.Union([Type.Literal('synthetic'), Type.Literal('replay')], { default: 'synthetic' }),
     replay: Type.Object(
       {
-        file: Type.Optional(Type.String({ minLength: 1, description: 'a tick file made by `qpgate record`' })),
+        /**
+         * The only directory replay files are read from (under state.dir unless
+         * absolute): `file` is resolved in it, and a path or symbolic link out of it
+         * is refused. The gateway's config sets it; a POST /v1/feeds body cannot.
+         */
+        dir: Type.String({ minLength: 1, default: 'replay', description: 'the directory replay files are read from (under state.dir unless absolute)' }),
+        file: Type.Optional(Type.String({ minLength: 1, description: 'a tick file made by `qpgate record`, in feeds.replay.dir' })),
         /** 1 = the recorded pacing, 2 = twice as fast, 0 = as fast as the publisher takes them. */
         speed: Type.Number({ minimum: 0, maximum: 1_000_000, default: 1 }),
         loop: Type.Boolean({ default: true }),

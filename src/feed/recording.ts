@@ -95,7 +95,11 @@ export interface TickFile {
 
 /** Reads a whole tick file; throws TickFileError naming what is wrong with a file that is not one. */
 export function readTickFile(path: string): TickFile {
-  const data = readFileSync(path);
+  return parseTickFile(readFileSync(path), path);
+}
+
+/** A tick file's bytes as records; `path` names it in errors. Throws TickFileError. */
+export function parseTickFile(data: Buffer, path: string): TickFile {
   if (data.length < HEADER_BYTES || data.toString('latin1', 0, 8) !== TICK_FILE_MAGIC) {
     throw new TickFileError(`${path}: not a qpgate tick file (no ${TICK_FILE_MAGIC} header)`);
   }

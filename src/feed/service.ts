@@ -5,6 +5,7 @@ import type { Engine } from '../native/engine.js';
 import { instrumentChannel, resolveFeedsConfig, type FeedsConfig } from './config.js';
 import type { FeedDevice } from './native.js';
 import { createPublisher, type FeedPublisher, type PublisherStats } from './publisher.js';
+import type { TickFile } from './recording.js';
 import { ReplaySource, type ReplayStats } from './sources/replay.js';
 import { SyntheticSource, type SyntheticStats } from './sources/synthetic.js';
 
@@ -21,12 +22,21 @@ export class FeedService {
   readonly #device: FeedDevice;
   #publisher: FeedPublisher | undefined;
   #source: SyntheticSource | ReplaySource | undefined;
+  readonly #replayFile: TickFile | undefined;
 
-  /** `config` is validated and completed with defaults (resolveFeedsConfig). */
-  constructor(engine: Engine, device: FeedDevice, config: unknown = {}) {
+  /**
+   * `config` is validated and completed with defaults (resolveFeedsConfig).
+   * A replay feed needs its tick file read beforehand (readReplayFile:
+   * confined to feeds.replay.dir, off the event loop).
+   */
+  constructor(engine: Engine, device: FeedDevice, config: unknown = {}, options: { replayFile?: TickFile } = {}) {
     this.config = resolveFeedsConfig(config);
     this.#engine = engine;
     this.#device = device;
+    this.#replayFile = options.replayFile;
+    if (this.config.source === 'replay' && this.#replayFile === undefined) {
+      throw new TypeError('qpgate feed: a replay feed needs its tick file, read with readReplayFile(feeds.replay.dir, feeds.replay.file)');
+    }
   }
 
   get running(): boolean {
@@ -49,7 +59,7 @@ export class FeedService {
     });
     if (this.config.source === 'replay') {
       const r = this.config.replay;
-      this.#source = new ReplaySource(this.#publisher, { file: r.file!, speed: r.speed, loop: r.loop });
+      this.#source = new ReplaySource(this.#publisher, { file: this.#replayFile!, speed: r.speed, loop: r.loop });
       this.#source.start();
       return;
     }

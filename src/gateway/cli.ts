@@ -4,6 +4,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
 import { startGateway } from './service.js';
+import { StateDirLockedError } from './state-lock.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
@@ -168,6 +169,10 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
+    if (err instanceof StateDirLockedError) {
+      process.stderr.write(`qpgate: ${err.message}\n`);
+      return 2;
+    }
     logger.fatal({ err }, 'qpgate failed to start');
     process.stderr.write(`qpgate: ${(err as Error).message}\n`);
     return 1;

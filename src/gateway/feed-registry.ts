@@ -8,6 +8,8 @@
 import { resolveFeedsConfig, type FeedChannelConfig, type FeedsConfig } from '../feed/config.js';
 import type { FeedDevice } from '../feed/native.js';
 import { FeedService } from '../feed/service.js';
+import { readReplayFile, ReplayFileError } from '../feed/replay-file.js';
+import type { TickFile } from '../feed/recording.js';
 import { COUNTS_LENGTH } from '../native/latency-counts.js';
 import type { Engine } from '../native/engine.js';
 import type { QpRegistry } from './device/qp-registry.js';
@@ -51,14 +53,19 @@ export class FeedRegistry {
   // Publish latency counts of deleted feeds (dense HdrHistogram layout).
   readonly #retiredLatency = new Float64Array(COUNTS_LENGTH);
   readonly #onCreated: ((entry: FeedEntry) => void) | undefined;
+  readonly #replayDir: string;
   #accepting = true;
 
-  /** `onCreated` runs after each feed starts (the gateway registers tick_publish on the first). */
-  constructor(engine: Engine, device: FeedDevice, qps: QpRegistry, onCreated?: (entry: FeedEntry) => void) {
+  /**
+   * `onCreated` runs after each feed starts (the gateway registers tick_publish on the first).
+   * `replayDir`: the one directory replay feeds read their files from (feeds.replay.dir, resolved).
+   */
+  constructor(engine: Engine, device: FeedDevice, qps: QpRegistry, options: { replayDir: string; onCreated?: (entry: FeedEntry) => void }) {
     this.#engine = engine;
     this.#device = device;
     this.#qps = qps;
-    this.#onCreated = onCreated;
+    this.#onCreated = options.onCreated;
+    this.#replayDir = options.replayDir;
   }
 
   /**
@@ -66,11 +73,8 @@ export class FeedRegistry {
    * `path` prefixes messages about fields ('body' for a request body).
    * Throws FeedError: 400 bad config, 409 name or group taken, 503 shutting down.
    */
-  create(name: string, config: unknown, origin: FeedEntry['origin'], path = 'body'): FeedEntry {
-    if (!this.#accepting) throw new FeedError(503, 'the gateway is shutting down: no new feeds');
-    if (!new RegExp(FEED_NAME_PATTERN).test(name)) throw new FeedError(400, `${path}/name must match pattern "${FEED_NAME_PATTERN}"`);
-    if (this.#feeds.has(name)) throw new FeedError(409, `feed "${name}" already exists`);
-    if (this.#feeds.size >= MAX_FEEDS) throw new FeedError(409, `this gateway already runs ${MAX_FEEDS} feeds, the most it takes; delete one first`);
+  async create(name: string, config: unknown, origin: FeedEntry['origin'], path = 'body'): Promise<FeedEntry> {
+    this.#checkNew(name, path);
     let cfg: FeedsConfig;
     try {
       cfg = resolveFeedsConfig({ ...(config as object), enabled: true });
@@ -78,7 +82,31 @@ export class FeedRegistry {
       throw new FeedError(400, (err as Error).message.replace(/^feeds config: /, `${path}: `));
     }
     this.#checkGroups(cfg.channels, path);
-    const service = new FeedService(this.#engine, this.#device, cfg);
+    const replayFile = cfg.source === 'replay' ? await this.#readReplay(cfg.replay.file!, path) : undefined;
+    // Again after the read: another request may have taken the name or a group meanwhile.
+    this.#checkNew(name, path);
+    this.#checkGroups(cfg.channels, path);
+    return this.#start(name, cfg, origin, path, replayFile);
+  }
+
+  #checkNew(name: string, path: string): void {
+    if (!this.#accepting) throw new FeedError(503, 'the gateway is shutting down: no new feeds');
+    if (!new RegExp(FEED_NAME_PATTERN).test(name)) throw new FeedError(400, `${path}/name must match pattern "${FEED_NAME_PATTERN}"`);
+    if (this.#feeds.has(name)) throw new FeedError(409, `feed "${name}" already exists`);
+    if (this.#feeds.size >= MAX_FEEDS) throw new FeedError(409, `this gateway already runs ${MAX_FEEDS} feeds, the most it takes; delete one first`);
+  }
+
+  async #readReplay(file: string, path: string): Promise<TickFile> {
+    try {
+      return await readReplayFile(this.#replayDir, file);
+    } catch (err) {
+      if (err instanceof ReplayFileError) throw new FeedError(400, `${path}/replay/file: ${err.message}`);
+      throw err;
+    }
+  }
+
+  #start(name: string, cfg: FeedsConfig, origin: FeedEntry['origin'], path: string, replayFile: TickFile | undefined): FeedEntry {
+    const service = new FeedService(this.#engine, this.#device, cfg, replayFile ? { replayFile } : {});
     let untrackQp: () => void;
     try {
       service.start();

@@ -5,6 +5,7 @@
 // `tick_publish` (the SLOs on it start being evaluated), serves /v1/feeds,
 // exports per-feed metrics and takes part in shutdown (END_OF_SESSION sent,
 // groups left).
+import { resolve } from 'node:path';
 import type { FeedDevice } from '../feed/native.js';
 import { RecoverySessionProvider } from '../feed/recovery-provider.js';
 import { recoveryMetrics } from '../feed/recovery-metrics.js';
@@ -14,7 +15,7 @@ import { feedRoutes, feedsSummary } from './control/routes/feeds.js';
 import { exportFeedMetrics } from './metrics/feed-metrics.js';
 import type { ControlExtension, GatewayState } from './state.js';
 
-export function startFeeds(state: GatewayState): (ControlExtension & { readonly registry: FeedRegistry }) | undefined {
+export async function startFeeds(state: GatewayState): Promise<(ControlExtension & { readonly registry: FeedRegistry }) | undefined> {
   const { config, device } = state;
   if (device === undefined) return undefined;
   // tick_publish exists from the first feed on (a gateway without feeds has no such latency):
@@ -30,17 +31,19 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
   });
   state.metricSources.push(recoveryMetrics(recovery));
   let latencyRegistered = false;
-  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, () => {
+  const onCreated = (): void => {
     if (latencyRegistered) return;
     latencyRegistered = true;
     state.sessionProviders.push(recovery);
     state.latency.registerLatency('tick_publish', 'Tick publish latency: enqueued by JS to posted on the wire by the engine.', () =>
       LatencyCounts.fromDense(registry.publishLatencyCounts()),
     );
-  });
+  };
+  const replayDir = resolve(config.state.dir, config.feeds.replay.dir);
+  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, { replayDir, onCreated });
   const log = state.logger.child({ component: 'feeds' });
   if (config.feeds.enabled) {
-    const { service } = registry.create(DEFAULT_FEED, config.feeds, 'config', 'feeds');
+    const { service } = await registry.create(DEFAULT_FEED, config.feeds, 'config', 'feeds');
     state.feedService = service;  // order entry publishes its trades and book levels on it
     log.info(
       {

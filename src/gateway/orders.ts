@@ -83,6 +83,7 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
     },
   );
   state.metricSources.push(orderMetrics(service, () => handlers));
+  state.readinessChecks.push(() => journalProblem(service));
 
   return {
     service,
@@ -116,4 +117,12 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
       log.info({ journalRecords: before?.journalRecords ?? null, durablePosition: before?.durablePosition ?? null }, 'order entry closed, journal flushed');
     },
   };
+}
+
+/** "order journal failed: ..." once the journal refused a write (answers are held), else undefined. */
+export function journalProblem(service: OrderService): string | undefined {
+  if (!service.running) return undefined;
+  const s = service.stats();
+  if (s === undefined || Number(s['journalFailed'] ?? 0) === 0) return undefined;
+  return `order journal failed: ${String(s['journalFailure'] ?? '') || 'see the gateway log'}`;
 }

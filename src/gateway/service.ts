@@ -24,6 +24,8 @@ import { SloService } from './slo/service.js';
 import { startFeeds } from './feeds.js';
 import { startOrders, type OrdersLifecycle } from './orders.js';
 import { sessionsExtension } from './control/routes/sessions.js';
+import { EngineHeartbeat } from './health.js';
+import { lockStateDir } from './state-lock.js';
 
 export interface Gateway {
   readonly state: GatewayState;
@@ -53,9 +55,15 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   // Config problems the schema cannot see (SLO windows vs interval) fail before anything starts.
   const latency = new LatencyRegistry();
   const slo = new SloService(config.slo, latency, (err) => log.error({ err }, 'SLO evaluation failed'));
-
   const engine = new Engine(engineOptions(config));
-  const placement = await engine.start();
+  engine.onRecordHandlerError(recordHandlerErrorLog(log));
+
+  // Before anything is written under state.dir (admin.token, sessions.json, the journal).
+  const stateLock = lockStateDir(config.state.dir);
+  const placement = await engine.start().catch((err: unknown) => {
+    stateLock.release();
+    throw err;
+  });
   log.info({ placement }, 'engine started');
 
   const state: GatewayState = {
@@ -70,15 +78,18 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     slo,
     sessionProviders: [],
     metricSources: [],
+    heartbeat: new EngineHeartbeat(engine, config.control.health.engineStaleMs),
+    readinessChecks: [],
     ready: false,
   };
+  state.heartbeat.start();
   let app: FastifyInstance | undefined;
   let orders: OrdersLifecycle | undefined;
   try {
     state.device = openGatewayDevice(config, engine);
     const port = state.device.queryPort(1);
     log.info({ device: state.device.name, gid: state.device.gid, portState: port.state, activeMtu: port.activeMtu }, 'device open');
-    state.feeds = startFeeds(state);
+    state.feeds = await startFeeds(state);
     orders = await startOrders(state);
     await options.attach?.(state);
     // /v1/sessions exists once some service serves a session role (order entry, feed recovery).
@@ -100,7 +111,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await orders?.close().catch((e: unknown) => log.error({ err: e }, 'closing order entry after a failed start'));
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
+    state.heartbeat.stop();
     await engine.stop();
+    stateLock.release();
     throw err;
   }
   slo.start();
@@ -142,7 +155,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       await step('control plane', () => server.close());
       slo.stop();
       await step('device', () => releaseDevice(state, log));
+      state.heartbeat.stop();
       await step('engine', () => engine.stop());
+      stateLock.release();  // last: the journal and sessions.json are closed
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
       log.info({ code }, 'stopped');
@@ -166,6 +181,26 @@ async function releaseDevice(state: GatewayState, log: Logger): Promise<void> {
   state.device = undefined;
   device.close();
   log.info({ device: name }, 'device closed');
+}
+
+/**
+ * Logs a throwing engine-record handler: the first throw of each second with
+ * how many were not logged since (a handler that throws on every record must
+ * not flood the log); all of them are counted (qpgate_engine_record_handler_errors_total).
+ */
+export function recordHandlerErrorLog(log: Logger, everyMs = 1000): (err: unknown, type: number) => void {
+  let last = -Infinity;
+  let unlogged = 0;
+  return (err, type) => {
+    const now = Date.now();
+    if (now - last < everyMs) {
+      unlogged++;
+      return;
+    }
+    log.error({ err, recordType: type, unlogged }, 'an engine record handler threw; the record was skipped for it');
+    last = now;
+    unlogged = 0;
+  };
 }
 
 /** The engine's options from the gateway config (`auto` leaves the choice to the engine). */

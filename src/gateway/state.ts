@@ -11,6 +11,7 @@ import type { LatencyRegistry } from './metrics/latency-registry.js';
 import type { SloService } from './slo/service.js';
 import type { SessionProvider } from './sessions/provider.js';
 import type { FeedService } from '../feed/service.js';
+import type { EngineHeartbeat } from './health.js';
 
 /**
  * A feature that plugs into the control plane: the feed service (/v1/feeds)
@@ -62,6 +63,13 @@ export interface GatewayState {
    * registry when it is built (collect() callbacks read native counters on scrape).
    */
   readonly metricSources: Array<(registry: Registry) => void>;
+  /** The engine's duty-cycle heartbeat (/healthz). */
+  readonly heartbeat: EngineHeartbeat;
+  /**
+   * What /readyz asks besides the heartbeat and `ready`: each returns why the
+   * gateway is not ready (order entry: "order journal failed: ..."), or undefined.
+   */
+  readonly readinessChecks: Array<() => string | undefined>;
   /** False until every component has started, and again once shutdown begins. */
   ready: boolean;
 }

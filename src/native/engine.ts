@@ -40,6 +40,9 @@ export interface EngineRecord {
 
 export type BatchHandler = (records: readonly EngineRecord[]) => void;
 
+/** Told about a record handler that threw (the record is skipped for it; the ring goes on). */
+export type RecordHandlerErrorListener = (err: unknown, type: number) => void;
+
 /** An echo reply split into the bytes sent and the engine's receive time. */
 export function decodeEcho(record: EngineRecord): { payload: Uint8Array; receivedNs: bigint } {
   const p = record.payload;
@@ -63,6 +66,8 @@ export class Engine {
   #op: Promise<unknown> = Promise.resolve();
   #drainScheduled = false;
   readonly #routes = new Map<number, Set<RecordHandler>>();
+  #recordHandlerErrors = 0;
+  #onRecordHandlerError: RecordHandlerErrorListener | undefined;
 
   /** Throws TypeError naming the option when `options` is invalid. */
   constructor(options: EngineOptions = {}, onBatch?: BatchHandler) {
@@ -94,6 +99,20 @@ export class Engine {
       s.delete(handler);
       if (s.size === 0) this.#routes.delete(type);
     };
+  }
+
+  /**
+   * Where a throwing record handler is reported (the gateway logs it with
+   * pino). A throw never leaves the drain: it is counted, reported, and the
+   * other handlers and records go on.
+   */
+  onRecordHandlerError(listener: RecordHandlerErrorListener | undefined): void {
+    this.#onRecordHandlerError = listener;
+  }
+
+  /** Record handler calls that threw, since this Engine was made. */
+  get recordHandlerErrors(): number {
+    return this.#recordHandlerErrors;
   }
 
   /**
@@ -205,10 +224,8 @@ export class Engine {
           try {
             h(payload);
           } catch (e) {
-            // A throwing handler must not stall the ring for everyone else.
-            queueMicrotask(() => {
-              throw e;
-            });
+            // A throwing handler must not stall the ring for everyone else, nor end the process.
+            this.#recordHandlerFailed(e, type);
           }
         }
       }
@@ -233,6 +250,15 @@ export class Engine {
         continue;
       }
       if (consumer.announceWaiting()) return;
+    }
+  }
+
+  #recordHandlerFailed(err: unknown, type: number): void {
+    this.#recordHandlerErrors++;
+    try {
+      this.#onRecordHandlerError?.(err, type);
+    } catch {
+      // A listener that throws too has been counted all the same.
     }
   }
 

@@ -436,6 +436,10 @@ export class OrderClient extends EventEmitter {
     }
     if (m.appSeq <= this.#lastAppSeq) {
       this.#stats.duplicates++;
+      // A request re-submitted after its answer went by (in a catch-up, or to an
+      // earlier run): the gateway answers it again with that first answer,
+      // marked possible_resend, under the answer's own app_seq. It settles the request.
+      if (isAnswer(m) && m.possibleResend) this.#answer(m);
       return;
     }
     if (m.appSeq !== this.#lastAppSeq + 1n) {
@@ -472,10 +476,21 @@ export class OrderClient extends EventEmitter {
       default:
         break;
     }
+    this.#answer(m);
+  }
+
+  // Settles the request `m` answers, if one is pending.
+  #answer(m: SequencedMessage): void {
     const p = this.#pending.get(m.clientOrderId);
     if (p === undefined) return;
     this.#pending.delete(m.clientOrderId);
     if (p.sent) this.#inFlight--;
     p.resolve(m);
   }
+}
+
+/** An answer to a request (not a fill, not an unsolicited cancel). */
+function isAnswer(m: SequencedMessage): m is Ack | Reject | CancelAck | ReplaceAck {
+  if (m.kind === 'fill') return false;
+  return m.kind !== 'cancelAck' || m.reason === CancelReason.CANCEL_REASON_REQUESTED;
 }

@@ -97,7 +97,7 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
 
   // Replay it, looping at the recorded pace, on another gateway and group.
   const replayGroup = group();
-  const replay = await gateway(`  channels:\n    - {id: 1, groupA: "${replayGroup}"}\n  source: replay\n  replay: {file: "${file}", speed: 1, loop: true}\n`);
+  const replay = await gateway(`  channels:\n    - {id: 1, groupA: "${replayGroup}"}\n  source: replay\n  replay: {dir: "${dir}", file: "ticks.bin", speed: 1, loop: true}\n`);
   const got: FeedMessage[] = [];
   const sub = await subscribe({ engineOptions: {}, device: { address: freeLoopbackAddress() }, channels: [{ id: 1, groupA: replayGroup }], onMessage: (m) => got.push(m) });
   try {

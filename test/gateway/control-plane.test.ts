@@ -80,7 +80,7 @@ test('an unknown route is a 404 that names the route', async () => {
 });
 
 test('/metrics is Prometheus text with the engine counters', async () => {
-  const res = await get('/metrics');
+  const res = await get('/metrics', READ_TOKEN);
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
   const text = await res.text();

@@ -57,7 +57,7 @@ after(async () => {
 });
 
 const scrape = async (): Promise<Map<string, Family>> => {
-  const r = await api.get('/metrics');
+  const r = await api.get('/metrics', READ_TOKEN);
   assert.equal(r.status, 200);
   return parsePrometheusText(r.text);
 };

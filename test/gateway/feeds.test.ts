@@ -64,7 +64,7 @@ test('/v1/feeds lists the default feed with its channel\'s sequence, and /metric
   assert.equal((await api.get('/v1/feeds/default/channels/9', READ_TOKEN)).status, 404);
   assert.equal((await api.get('/v1/feeds/default/channels/x', READ_TOKEN)).status, 400);
 
-  const metrics = parsePrometheusText((await api.get('/metrics')).text);
+  const metrics = parsePrometheusText((await api.get('/metrics', READ_TOKEN)).text);
   const family = metrics.get('qpgate_tick_publish_latency_seconds');
   assert.equal(family?.type, 'histogram');
   const count = family!.samples.find((s) => s.name === 'qpgate_tick_publish_latency_seconds_count');
@@ -85,7 +85,7 @@ test('the default feed\'s UD QP is in /v1/qps (RTS, the feed Q_Key) with packet 
   await new Promise((r) => setTimeout(r, 300));
   const later = (await api.get(`/v1/qps/${row.qpn}`, READ_TOKEN)).json as unknown as { packets: { sent: number } };
   assert.ok(later.packets.sent > row.packets.sent, `${later.packets.sent} > ${row.packets.sent}`);
-  const metrics = parsePrometheusText((await api.get('/metrics')).text);
+  const metrics = parsePrometheusText((await api.get('/metrics', READ_TOKEN)).text);
   assert.equal(sampleValue(metrics, 'qpgate_qp_state', { qpn: String(row.qpn), type: 'UD', owner: 'feed:default', state: 'RTS' }), 3);
   assert.ok(sampleValue(metrics, 'qpgate_feed_messages_total', { feed: 'default', channel: '1' })! > 0);
 });

@@ -18,7 +18,7 @@ after(async () => {
 });
 
 const scrape = async () => {
-  const r = await client(gw).get('/metrics');
+  const r = await client(gw).get('/metrics', READ_TOKEN);
   assert.equal(r.status, 200);
   assert.match(r.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
   return parsePrometheusText(r.text);

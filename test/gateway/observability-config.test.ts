@@ -4,10 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../support/paths.js';
-import { client, startTestGateway } from '../support/in-process-gateway.js';
+import { client, READ_TOKEN, startTestGateway } from '../support/in-process-gateway.js';
 import { parsePrometheusText } from '../support/prometheus-text.js';
 
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
@@ -21,6 +22,18 @@ test('promtool accepts alerts.yaml', { skip: promtool ? false : 'promtool not in
 
 test('the fast-burn alert fires at 20x burn (promtool test rules)', { skip: promtool ? false : 'promtool not installed' }, () => {
   const r = spawnSync('promtool', ['test', 'rules', 'alerts.test.yaml'], { cwd: PROM_DIR, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
+test('promtool accepts prometheus.yaml, which scrapes /metrics with a bearer token file', { skip: promtool ? false : 'promtool not installed' }, () => {
+  const text = readFileSync(join(PROM_DIR, 'prometheus.yaml'), 'utf8');
+  assert.match(text, /authorization:\n\s+type: Bearer\n\s+credentials_file: \/etc\/prometheus\/qpgate\.token/);
+  // promtool checks that the credentials file exists: point it at one of ours.
+  const dir = mkdtempSync(join(tmpdir(), 'qpgate-prom-'));
+  writeFileSync(join(dir, 'qpgate.token'), 'read-token-0123456789\n', { mode: 0o600 });
+  writeFileSync(join(dir, 'prometheus.yaml'), text.replace('/etc/prometheus/qpgate.token', join(dir, 'qpgate.token')));
+  copyFileSync(join(PROM_DIR, 'alerts.yaml'), join(dir, 'alerts.yaml'));
+  const r = spawnSync('promtool', ['check', 'config', 'prometheus.yaml'], { cwd: dir, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
@@ -48,7 +61,7 @@ test('dashboard.json is a Grafana dashboard whose panels query exported metrics'
   const gw = await startTestGateway('feeds:\n  channels:\n    - id: 1\n      groupA: 239.96.0.1\n  synthetic:\n    enabled: false\n');
   let exported: Set<string>;
   try {
-    const families = parsePrometheusText((await client(gw).get('/metrics')).text);
+    const families = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
     exported = new Set([...families.values()].flatMap((f) => [f.name, ...f.samples.map((s) => s.name)]));
   } finally {
     await gw.close('test done');

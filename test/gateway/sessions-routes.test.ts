@@ -47,12 +47,13 @@ test('POST /v1/sessions opens a trading session: 201 with the gateway QP in RTS 
   assert.match(b.regions[0].addr, /^[1-9][0-9]*$/);
   assert.equal(b.regions[0].length, 4096);
 
-  const list = await call(gw.url, 'GET', '/v1/sessions', TOKENS.viewer);
+  // Listed for the token that opened it (a read token sees only its own sessions).
+  const list = await call(gw.url, 'GET', '/v1/sessions', TOKENS.desk);
   assert.equal(list.status, 200);
   assert.equal(list.json.count, 1);
   const s = list.json.sessions[0];
   assert.deepEqual([s.id, s.role, s.name, s.state, s.qpn, s.token, s.connected], [1, 'trading', 'desk-7', 'RTS', b.qpn, 'desk', true]);
-  const one = await call(gw.url, 'GET', '/v1/sessions/1', TOKENS.viewer);
+  const one = await call(gw.url, 'GET', '/v1/sessions/1', TOKENS.desk);
   assert.equal(one.status, 200);
   assert.equal(one.json.name, 'desk-7');
 

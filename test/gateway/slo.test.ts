@@ -68,7 +68,7 @@ test('an SLO goes red when latency beyond its threshold is injected, and green a
     // /v1/slo (read token) and /metrics show the same.
     const shown = (await client(gw).get('/v1/slo', READ_TOKEN)).json as unknown as { objectives: Slo[] };
     assert.equal(publish(shown.objectives).status, 'violated');
-    let m = parsePrometheusText((await client(gw).get('/metrics')).text);
+    let m = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
     assert.equal(sampleValue(m, 'qpgate_slo_compliant', { slo: 'publish-p99', window: '2s' }), 0);
     assert.ok(sampleValue(m, 'qpgate_slo_burn_rate', { slo: 'publish-p99', window: '2s' })! > 9);
     assert.ok(sampleValue(m, 'qpgate_slo_observed_seconds', { slo: 'publish-p99', window: '2s' })! >= 0.0049);
@@ -86,7 +86,7 @@ test('an SLO goes red when latency beyond its threshold is injected, and green a
     assert.equal(w2.compliant, true);
     assert.equal(w2.slowEvents, 0);
     assert.equal(w60.compliant, false);
-    m = parsePrometheusText((await client(gw).get('/metrics')).text);
+    m = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
     assert.equal(sampleValue(m, 'qpgate_slo_compliant', { slo: 'publish-p99', window: '2s' }), 1);
     assert.equal(sampleValue(m, 'qpgate_slo_compliant', { slo: 'publish-p99', window: '1m' }), 0);
   } finally {

@@ -165,3 +165,34 @@ test('record types agree with the addon', () => {
   const record: EngineRecord = { type: 99, payload: new Uint8Array(8) };
   assert.throws(() => decodeEcho(record), TypeError);
 });
+
+test('a record handler that throws is counted and reported; the other handlers, the batch and the process go on', async () => {
+  const batches: number[] = [];
+  const engine = new Engine({}, (records) => batches.push(records.length));
+  const seen: number[] = [];
+  const reported: Array<[string, number]> = [];
+  engine.onRecord(RecordType.echo, () => {
+    throw new Error('handler bug');
+  });
+  engine.onRecord(RecordType.echo, (p) => seen.push(p[0]!));
+  engine.onRecordHandlerError((err, type) => reported.push([(err as Error).message, type]));
+  let uncaught: unknown;
+  const onUncaught = (err: unknown): void => {
+    uncaught = err;
+  };
+  process.on('uncaughtException', onUncaught);
+  await engine.start();
+  try {
+    await engine.echo([Uint8Array.of(1), Uint8Array.of(2), Uint8Array.of(3)]);
+    for (const end = Date.now() + 5000; seen.length < 3 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen, [1, 2, 3]);
+    assert.equal(batches.reduce((a, b) => a + b, 0), 3);
+    assert.equal(engine.recordHandlerErrors, 3);
+    assert.deepEqual(reported, [['handler bug', RecordType.echo], ['handler bug', RecordType.echo], ['handler bug', RecordType.echo]]);
+    assert.equal(uncaught, undefined, 'nothing escaped to the process');
+  } finally {
+    process.off('uncaughtException', onUncaught);
+    await engine.stop();
+  }
+});

@@ -88,7 +88,9 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.equal((await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer])).stdout, 'no sessions\n');
     live = await OrderClient.connect({ url: gw.url, token: TOKENS.desk2, name: 'live', accounts: [1n], device: { address: freeLoopbackAddress() } });
     await live.newOrder({ clientOrderId: 1n, instrumentId: 1, side: Side.SIDE_BUY, price: 100, quantity: 1, account: 1n });
-    const s = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer]);
+    // A read token lists only its own sessions; an admin token every one.
+    assert.equal((await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer])).stdout, 'no sessions\n');
+    const s = await run(['sessions', '--url', gw.url, '--token', TOKENS.ops]);
     assert.equal(s.status, 0, s.stderr);
     assert.match(s.stdout, /^ID\s+ROLE\s+NAME\s+STATE\s+QPN\s+TOKEN\s+ACCOUNTS\s+APP-SEQ$/m);
     assert.match(s.stdout, new RegExp(`^\\s*${live.id}\\s+trading\\s+live\\s+RTS\\s+\\d+\\s+desk2\\s+1\\s+1$`, 'm'));

@@ -30,7 +30,7 @@ export async function clientSide(): Promise<{ engine: Engine; device: Device; cl
 
 /** /metrics parsed: (family, sample name, labels) → value. */
 export async function scrape(url: string): Promise<(family: string, sample: string, labels?: Record<string, string>) => number | undefined> {
-  const families = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+  const families = parsePrometheusText(await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.viewer}` } })).text());
   return (family, sample, labels = {}) =>
     families.get(family)?.samples.find((x) => x.name === sample && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value;
 }

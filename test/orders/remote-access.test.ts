@@ -53,10 +53,10 @@ test('an atomic from a trading session is a remote access error: its QP goes to 
 
     // The gateway's side: the session is lost, and cancel-on-disconnect took its order out.
     const end = Date.now() + 10_000;
-    let info = (await call(gw.url, 'GET', `/v1/sessions/${answer.id}`, TOKENS.viewer)).json;
+    let info = (await call(gw.url, 'GET', `/v1/sessions/${answer.id}`, TOKENS.desk)).json;
     while (info.connected && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 20));
-      info = (await call(gw.url, 'GET', `/v1/sessions/${answer.id}`, TOKENS.viewer)).json;
+      info = (await call(gw.url, 'GET', `/v1/sessions/${answer.id}`, TOKENS.desk)).json;
     }
     assert.equal(info.connected, false, JSON.stringify(info));
     assert.equal(info.disconnected, true);

@@ -6,20 +6,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SessionIds } from '../../src/gateway/sessions/session-ids.js';
 
-test('the same (token, name) gets the same id, after a restart too; other keys get new ids', () => {
+test('the same (token, name) gets the same id, after a restart too; other keys get new ids', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-ids-'));
   const ids = new SessionIds(dir);
-  const a = ids.acquire('desk', 'desk-7', 'trading');
-  const b = ids.acquire('desk', 'desk-8', 'trading');
-  const c = ids.acquire('risk-team', 'desk-7', 'risk');
+  const a = await ids.acquire('desk', 'desk-7', 'trading');
+  const b = await ids.acquire('desk', 'desk-8', 'trading');
+  const c = await ids.acquire('risk-team', 'desk-7', 'risk');
   assert.deepEqual([a.id, b.id, c.id], [1, 2, 3]);
-  assert.equal(ids.acquire('desk', 'desk-7', 'trading').id, 1);
+  assert.equal((await ids.acquire('desk', 'desk-7', 'trading')).id, 1);
   assert.equal(existsSync(join(dir, 'sessions.json.tmp')), false, 'the temporary file was renamed');
 
   const again = new SessionIds(dir);
-  assert.equal(again.acquire('desk', 'desk-7', 'trading').id, 1);
-  assert.equal(again.acquire('risk-team', 'desk-7', 'risk').id, 3);
-  assert.equal(again.acquire('desk', 'new', 'trading').id, 4);
+  assert.equal((await again.acquire('desk', 'desk-7', 'trading')).id, 1);
+  assert.equal((await again.acquire('risk-team', 'desk-7', 'risk')).id, 3);
+  assert.equal((await again.acquire('desk', 'new', 'trading')).id, 4);
   const file = JSON.parse(readFileSync(join(dir, 'sessions.json'), 'utf8')) as { version: number; sessions: Array<{ id: number; token: string; name: string }> };
   assert.equal(file.version, 1);
   assert.deepEqual(file.sessions.map((s) => [s.id, s.token, s.name]), [

@@ -6,6 +6,7 @@
 #include "engine_wrap.h"
 #include "feed_wrap.h"
 #include "orders_wrap.h"
+#include "state_lock.h"
 #include "verbs_wrap.h"
 
 namespace qpgate::addon {
@@ -23,6 +24,7 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
     init_feed(env, exports, &feed_);  // exports.feed: createPublisher, createSubscriber
     orders_.verbs = &verbs_;
     init_orders(env, exports, &orders_);  // exports.orders: createService
+    init_state_lock(env, exports);        // exports.lockStateDir
   }
 
  private:

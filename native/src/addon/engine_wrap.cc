@@ -1,6 +1,10 @@
 #include "engine_wrap.h"
 
+#include <chrono>
+#include <thread>
+
 #include "convert.h"
+#include "verbs_convert.h"
 #include "options.h"
 #include "engine/soft_device_agent.h"
 
@@ -34,6 +38,8 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceMethod<&EngineWrap::Stats>("stats"),
                       InstanceMethod<&EngineWrap::Rings>("rings"),
                       InstanceMethod<&EngineWrap::Notify>("notify"),
+                      // Test-only door (src/native/testing/stall.ts), deliberately not in engine.ts.
+                      InstanceMethod<&EngineWrap::TestingStall>("__testing_stall"),
                       InstanceAccessor<&EngineWrap::Running>("running")});
 }
 
@@ -145,6 +151,19 @@ Napi::Value EngineWrap::Rings(const Napi::CallbackInfo& info) {
 
 Napi::Value EngineWrap::Notify(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), engine_->notify());
+}
+
+// __testing_stall(ms): the engine thread runs a command that sleeps `ms`, as a
+// duty cycle stuck in work would; queued from a helper thread, so the JS
+// thread is not blocked (run_on_engine waits for the command). FOR TESTS.
+Napi::Value EngineWrap::TestingStall(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::uint32_t ms = to_u32(env, info[0], "__testing_stall: ms", 60'000);
+  if (!engine_->running()) throw Napi::Error::New(env, "qpgate Engine: __testing_stall needs a started engine");
+  std::thread([engine = engine_, ms] {
+    engine->run_on_engine([ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); });
+  }).detach();
+  return env.Undefined();
 }
 
 Napi::Value EngineWrap::Running(const Napi::CallbackInfo& info) {

@@ -46,6 +46,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value Rings(const Napi::CallbackInfo& info);
   Napi::Value Notify(const Napi::CallbackInfo& info);
   Napi::Value Running(const Napi::CallbackInfo& info);
+  Napi::Value TestingStall(const Napi::CallbackInfo& info);
 
   // Engine thread: one wake per batch; false when the TSFN queue is full.
   bool WakeJs();

@@ -209,6 +209,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},
+              {"journalFailed", s.handler().journal().failed() ? 1 : 0},
               {"durablePosition", s.handler().durable_position()},
               {"backPressureEvents", c.back_pressure_events.get()},
               {"slowDisconnects", c.slow_disconnects.get()},
@@ -237,6 +238,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     Napi::Object kinds = Napi::Object::New(env);
     for (const auto& [k, v] : by_kind) kinds.Set(k, num(env, v));
     o.Set("decodeErrorsByKind", kinds);
+    o.Set("journalFailure", journal_failure);  // "" while journalFailed is 0
     return o;
   }
 

@@ -86,10 +86,29 @@ bool write_all(int fd, const std::uint8_t* p, std::size_t n, std::uint64_t at) {
   return true;
 }
 
+// A regular file readable by others (an older journal) is made 0600; anything else is left alone.
+bool owner_only(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return false;
+  if (!S_ISREG(st.st_mode) || (st.st_mode & 077) == 0) return true;
+  return ::fchmod(fd, st.st_mode & 0700) == 0;
+}
+
+bool sync_parent_dir(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  const bool ok = ::fsync(dfd) == 0;
+  ::close(dfd);
+  return ok;
+}
+
 }  // namespace
 
 std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const ReplayVisitor& visitor, std::string& error) {
-  const int fd = ::open(config.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Orders and accounts are nobody else's business: owner-only, an older 0644 file included.
+  const int fd = ::open(config.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     error = errno_text("open", config.path);
     return nullptr;
@@ -99,6 +118,7 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
     error = std::move(message);
     return nullptr;
   };
+  if (!owner_only(fd)) return fail(errno_text("chmod 0600", config.path));
   std::vector<std::uint8_t> file;
   if (!read_all(fd, file)) return fail(errno_text("read", config.path));
 
@@ -113,6 +133,8 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
     if (::ftruncate(fd, 0) != 0 || !write_all(fd, header, sizeof header, 0) || ::fdatasync(fd) != 0) {
       return fail(errno_text("write header", config.path));
     }
+    // A new file's name is durable only once its directory is.
+    if (!sync_parent_dir(config.path)) return fail(errno_text("fsync directory of", config.path));
     stats.torn_tail_bytes = file.size();
     file.assign(header, header + sizeof header);
   } else {

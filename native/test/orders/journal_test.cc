@@ -2,6 +2,7 @@
 // torn tail is truncated, never applied; corruption in the middle refuses to
 // start and says where.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -204,6 +205,25 @@ TEST_F(JournalRestart, AChangedConfigurationThatReplaysDifferentlyRefusesToStart
   std::string error;
   EXPECT_EQ(OrderHandler::open(c, error), nullptr);
   EXPECT_NE(error.find("record at offset 16 (type 1): instrument 7"), std::string::npos) << error;
+}
+
+TEST(Journal, IsCreatedOwnerOnlyAndAnOlderWorldReadableOneIsTightened) {
+  TempDir dir;
+  const std::string path = dir.file("orders.journal");
+  const mode_t was = ::umask(0);  // a permissive umask must not widen it
+  std::string error;
+  auto j = Journal::open(JournalConfig{path}, [](auto, auto, auto, auto&) { return true; }, error);
+  ::umask(was);
+  ASSERT_NE(j, nullptr) << error;
+  struct stat st{};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  j.reset();
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  j = Journal::open(JournalConfig{path}, [](auto, auto, auto, auto&) { return true; }, error);
+  ASSERT_NE(j, nullptr) << error;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST(Journal, EveryRecordPolicySyncsEachAppend) {

@@ -6,10 +6,11 @@
 // the recording are skipped (the publisher builds its own snapshots).
 // Nothing is decoded: the bodies go out as they were received.
 import type { FeedPublisher } from '../publisher.js';
-import { readTickFile, type TickRecord } from '../recording.js';
+import type { TickFile, TickRecord } from '../recording.js';
 
 export interface ReplayOptions {
-  readonly file: string;
+  /** The tick file, read already (replay-file.ts: confined to feeds.replay.dir, asynchronously). */
+  readonly file: TickFile;
   /** 1 = the recorded pacing; 0 = no pacing. */
   readonly speed?: number;
   readonly loop?: boolean;
@@ -39,11 +40,10 @@ export class ReplaySource {
   #next = 0;
   #startNs = 0n;
 
-  /** Reads the whole file now; throws TickFileError for a file that is not a tick file. */
   constructor(publisher: FeedPublisher, options: ReplayOptions) {
     const speed = options.speed ?? 1;
     if (!(speed >= 0) || !Number.isFinite(speed)) throw new RangeError(`replay source: speed must be a finite number >= 0, got ${speed}`);
-    const file = readTickFile(options.file);
+    const file = options.file;
     this.#pub = publisher;
     this.#records = file.records;
     this.#speed = speed;

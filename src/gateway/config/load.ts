@@ -193,6 +193,13 @@ function validate(config: Plain, origins: Map<string, string>): void {
         `engine.backoff.minParkNs: expected at most engine.backoff.maxParkNs (${cfg.engine.backoff.maxParkNs}), got ${cfg.engine.backoff.minParkNs}`,
       );
     }
+    // An idle engine completes a duty cycle at least every maxParkNs: a shorter limit would call a parked engine stalled.
+    const parkMs = cfg.engine.backoff.maxParkNs / 1e6;
+    if (cfg.control.health.engineStaleMs <= 2 * parkMs) {
+      problems.push(
+        `control.health.engineStaleMs${originOf('control.health.engineStaleMs', origins)}: expected more than twice engine.backoff.maxParkNs (${parkMs} ms), got ${cfg.control.health.engineStaleMs}`,
+      );
+    }
     const origin = (key: string): string => originOf(key, origins);
     problems.push(...validateTokens(cfg.control.tokens, origin), ...validateOrdersConfig(cfg.orders, cfg.feeds, origin));
   }

@@ -82,11 +82,40 @@ export const TokenConfig = Type.Object(
   strict,
 );
 
+// Caps on the RC sessions POST /v1/sessions holds at once (open, connected or
+// not, until closed or reopened): each holds a QP and its buffers.
+export const ControlSessionsConfig = Type.Object(
+  {
+    maxPerToken: Type.Integer({ minimum: 1, maximum: 65535, default: 64, description: 'sessions one token may hold at once: an integer 1..65535' }),
+    maxTotal: Type.Integer({ minimum: 1, maximum: 65535, default: 256, description: 'sessions the gateway holds at once: an integer 1..65535' }),
+  },
+  { ...strict, default: {} },
+);
+
+// /healthz and /readyz: the engine is alive while its duty-cycle counter moves.
+export const ControlHealthConfig = Type.Object(
+  {
+    engineStaleMs: Type.Integer({
+      minimum: 10,
+      maximum: 60_000,
+      default: 1000,
+      description: 'how long the engine may go without completing a duty cycle before /healthz is 503: an integer 10..60000 (ms)',
+    }),
+  },
+  { ...strict, default: {} },
+);
+
 export const ControlConfig = Type.Object(
   {
     host: Type.String({ minLength: 1, description: 'listen address; loopback unless you mean it' }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
     tokens: Type.Array(TokenConfig),
+    sessions: ControlSessionsConfig,
+    health: ControlHealthConfig,
+    metricsAuth: Type.Union([Type.Literal('token'), Type.Literal('none')], {
+      default: 'token',
+      description: "'token' (GET /metrics needs a bearer token of any scope) or 'none' (open)",
+    }),
   },
   strict,
 );

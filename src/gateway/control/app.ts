@@ -1,7 +1,9 @@
 // The Fastify control plane. Each capability is a plugin registered here;
-// /healthz, /readyz, /metrics and the status page's HTML shell at / are open
-// (the plane binds to loopback by default and Prometheus must scrape), everything
-// under /v1 needs a token: GET needs read, anything else admin.
+// /healthz, /readyz and the status page's HTML shell at / are open, /metrics
+// needs a token of any scope unless control.metricsAuth is 'none' (it names
+// QPNs and session names), everything under /v1 needs a token: GET needs
+// read, anything else admin. An unknown /v1 path is 401 before it is 404, so
+// the routes are not probed without a token.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
@@ -33,8 +35,13 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   const registry = createRegistry(options.state);
   countControlRequests(app, registry);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
-  app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url}` });
+  const authenticate = requireToken(store);
+  app.setNotFoundHandler(async (request, reply) => {
+    if (/^\/v1(\/|\?|$)/.test(request.url)) {
+      await authenticate(request, reply);
+      if (reply.sent) return reply;
+    }
+    return reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url}` });
   });
   app.setErrorHandler((error: { statusCode?: number; validation?: unknown; message: string }, request, reply) => {
     const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
@@ -46,11 +53,15 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   });
 
   await app.register(healthRoutes, { state: options.state });
-  await app.register(metricsRoutes, { state: options.state, registry });
+  await app.register(metricsRoutes, {
+    state: options.state,
+    registry,
+    ...(options.state.config.control.metricsAuth === 'token' ? { authenticate } : {}),
+  });
   await app.register(statusPageRoutes);
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', requireToken(store));
+      v1.addHook('onRequest', authenticate);
       await v1.register(deviceRoutes, { state: options.state });
       await v1.register(qpRoutes, { state: options.state });
       await v1.register(sloRoutes, { state: options.state });

@@ -1,11 +1,16 @@
 // Session ids that survive restarts: (token name, session name) → u32 id,
 // kept in <state.dir>/sessions.json. The order journal keys everything by
 // session id (each session's app_seq, its duplicate filter), so a client that
-// reconnects after a gateway restart must get the id it had: the file is
-// written atomically (temporary file, fsync, rename, fsync of the directory)
-// before the handshake is answered, so no client ever holds an id that a
+// reconnects after a gateway restart must get the id it had: acquire()
+// resolves only once a write that holds the id is durable (temporary file,
+// fsync, rename, fsync of the directory), so no client ever holds an id that a
 // crash could give to someone else.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+//
+// The writes are off the event loop (fs/promises, on libuv's pool) and
+// coalesced: while one write is in flight, every change made meanwhile waits
+// for the next one, so N new names opened together cost two writes, not N.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SessionRole } from './provider.js';
 
@@ -31,6 +36,12 @@ export class SessionIds {
   readonly #byKey = new Map<string, SessionIdEntry>();
   readonly #byId = new Map<number, SessionIdEntry>();
   #last = 0;
+  // Changes (#version) and what is known on disk (#durable); acquire() waiters by version.
+  #version = 0;
+  #durable = 0;
+  #writing = false;
+  #writes = 0;
+  #waiters: Array<{ version: number; resolve: () => void; reject: (err: Error) => void }> = [];
 
   /** Loads <stateDir>/sessions.json if present; throws naming the file when it is not valid. */
   constructor(stateDir: string) {
@@ -63,30 +74,34 @@ export class SessionIds {
   }
 
   /**
-   * The id of (token, name): the existing one, or a new one persisted before
-   * this returns. A changed role is persisted too.
+   * The id of (token, name): the existing one, or a new one; resolves once it
+   * is durable in sessions.json. A changed role is persisted too. Rejects (and
+   * forgets a new name) when the file cannot be written.
    */
-  acquire(token: string, name: string, role: SessionRole): SessionIdEntry {
+  async acquire(token: string, name: string, role: SessionRole): Promise<SessionIdEntry> {
     const existing = this.#byKey.get(key(token, name));
     if (existing !== undefined) {
       if (existing.role !== role) {
         existing.role = role;
-        this.#persist();
+        await this.#persist();
+      } else {
+        await this.flush();  // its first write may still be in flight (the same name opened twice at once)
       }
       return existing;
     }
     if (this.#last >= MAX_ID) throw new Error('session ids exhausted (2^32-1 sessions)');
-    const entry: SessionIdEntry = { id: this.#last + 1, token, name, role, createdAt: new Date().toISOString() };
+    const entry: SessionIdEntry = { id: ++this.#last, token, name, role, createdAt: new Date().toISOString() };
     this.#byKey.set(key(token, name), entry);
     this.#byId.set(entry.id, entry);
     try {
-      this.#persist();
+      await this.#persist();
     } catch (err) {
-      this.#byKey.delete(key(token, name));
-      this.#byId.delete(entry.id);
+      if (this.#byId.get(entry.id) === entry) {
+        this.#byKey.delete(key(token, name));
+        this.#byId.delete(entry.id);
+      }
       throw err;
     }
-    this.#last = entry.id;
     return entry;
   }
 
@@ -94,25 +109,76 @@ export class SessionIds {
     return [...this.#byId.values()].sort((a, b) => a.id - b.id);
   }
 
-  #persist(): void {
-    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    const body: FileShape = { version: 1, sessions: this.entries() };
-    const tmp = `${this.path}.tmp`;
-    const fd = openSync(tmp, 'w', 0o600);
-    try {
-      writeSync(fd, `${JSON.stringify(body, null, 2)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+  /** Writes made so far (for tests and the metrics: coalescing at work). */
+  get writes(): number {
+    return this.#writes;
+  }
+
+  /** Resolves once every change made so far is durable. */
+  flush(): Promise<void> {
+    if (this.#durable >= this.#version) return Promise.resolve();
+    const version = this.#version;
+    return new Promise<void>((resolve, reject) => this.#waiters.push({ version, resolve, reject }));
+  }
+
+  // A change: resolves when a write that includes it (begun after it) is durable.
+  #persist(): Promise<void> {
+    const version = ++this.#version;
+    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ version, resolve, reject }));
+    this.#kick();
+    return done;
+  }
+
+  // One write at a time, of everything changed until it begins.
+  #kick(): void {
+    if (this.#writing || this.#durable >= this.#version) return;
+    const version = this.#version;
+    const text = `${JSON.stringify({ version: 1, sessions: this.entries() } satisfies FileShape, null, 2)}\n`;
+    this.#writing = true;
+    writeDurably(this.path, text).then(
+      () => {
+        this.#durable = version;
+        this.#settle(version, undefined);
+      },
+      (err: unknown) => this.#settle(version, err instanceof Error ? err : new Error(String(err))),
+    ).finally(() => {
+      this.#writes++;
+      this.#writing = false;
+      this.#kick();
+    });
+  }
+
+  #settle(upTo: number, err: Error | undefined): void {
+    const due = this.#waiters.filter((w) => w.version <= upTo);
+    this.#waiters = this.#waiters.filter((w) => w.version > upTo);
+    for (const w of due) {
+      if (err) w.reject(new Error(`${this.path}: cannot persist the session ids: ${err.message}`));
+      else w.resolve();
     }
-    renameSync(tmp, this.path);
-    // The rename is durable only once the directory is.
-    const dir = openSync(dirname(this.path), 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
+    // A failed write leaves its changes unwritten: the next change writes them again.
+    if (err) this.#durable = Math.max(this.#durable, upTo);
+  }
+}
+
+/** Atomic and durable: a temporary file, fsync, rename over `path`, fsync of the directory. */
+async function writeDurably(path: string, text: string): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp`;
+  const file = await open(tmp, 'w', 0o600);
+  try {
+    await file.writeFile(text);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  // The rename is durable only once the directory is.
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
   }
 }
 

@@ -3,7 +3,9 @@
 //   GET    /v1/feeds                      (read)  every feed with its per-channel stats
 //   GET    /v1/feeds/:name                (read)  one feed
 //   GET    /v1/feeds/:name/channels/:id   (read)  one channel of a feed
-//   POST   /v1/feeds                      (admin) start a feed: { name, channels, instruments?, synthetic?, sendSlots?, hopLimit? }
+//   POST   /v1/feeds                      (admin) start a feed: { name, channels, instruments?, synthetic?, source?,
+//                                                 replay?: {file, speed, loop}, sendSlots?, hopLimit? }; a replay
+//                                                 file is read (asynchronously) from feeds.replay.dir only
 //   DELETE /v1/feeds/:name                (admin) stop it: END_OF_SESSION sent, groups left, QP destroyed;
 //                                                 answers the feed's final stats
 //
@@ -24,7 +26,8 @@ export const CreateFeedBody = Type.Object(
     instruments: Type.Optional(instruments),
     synthetic: Type.Optional(synthetic),
     source: Type.Optional(source),
-    replay: Type.Optional(replay),
+    // The directory is the gateway's (feeds.replay.dir): a request names a file in it, never another directory.
+    replay: Type.Optional(Type.Omit(replay, ['dir'], { additionalProperties: false })),
     sendSlots: Type.Optional(sendSlots),
     hopLimit: Type.Optional(hopLimit),
   },
@@ -120,7 +123,7 @@ export async function feedRoutes(app: FastifyInstance, opts: { registry: FeedReg
   app.post<{ Body: CreateFeedBody }>('/', { schema: { body: CreateFeedBody } }, async (request, reply) => {
     const { name, ...config } = request.body;
     try {
-      const entry = registry.create(name, config, 'api');
+      const entry = await registry.create(name, config, 'api');
       const view = feedView(entry);
       log.info({ feed: name, session: view.session, qpn: view.qp?.qpn, channels: view.channels.map((c) => c.id) }, 'feed created');
       return reply.code(201).send(view);

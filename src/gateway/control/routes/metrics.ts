@@ -1,7 +1,7 @@
 // GET /metrics in the Prometheus text format. Engine figures are read from
 // the native counters when Prometheus scrapes, never per event: JS does no
 // per-message metric work.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
 import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
@@ -32,6 +32,11 @@ export function createRegistry(state: GatewayState): Registry {
     'Engine duty cycles longer than the threshold (1 ms).',
     () => stats().cyclesOverThreshold,
   );
+  nativeCounter(
+    'qpgate_engine_record_handler_errors_total',
+    'fromEngine record handlers (JS) that threw: the record was skipped for that handler, logged, and the gateway went on.',
+    () => state.engine.recordHandlerErrors,
+  );
   new Counter({
     name: 'qpgate_engine_ring_records_total',
     help: 'Records through the JS <-> engine rings.',
@@ -61,6 +66,14 @@ export function createRegistry(state: GatewayState): Registry {
     registers: [registry],
     collect() {
       this.set(stats().maxCycleNs / 1e9);
+    },
+  });
+  new Gauge({
+    name: 'qpgate_engine_heartbeat_age_seconds',
+    help: 'Time since the engine last completed a duty cycle, as /healthz sees it (control.health.engineStaleMs is the limit).',
+    registers: [registry],
+    collect() {
+      this.set(state.heartbeat.ageMs() / 1000);
     },
   });
   new Gauge({
@@ -262,9 +275,13 @@ export function countControlRequests(app: FastifyInstance, registry: Registry): 
   });
 }
 
-export async function metricsRoutes(app: FastifyInstance, opts: { state: GatewayState; registry: Registry }): Promise<void> {
+export async function metricsRoutes(
+  app: FastifyInstance,
+  opts: { state: GatewayState; registry: Registry; authenticate?: onRequestHookHandler },
+): Promise<void> {
   const { registry } = opts;
-  app.get('/metrics', async (_request, reply) => {
+  // control.metricsAuth 'token': any token (a read scope suffices), as Prometheus's bearer_token_file sends it.
+  app.get('/metrics', opts.authenticate ? { onRequest: opts.authenticate } : {}, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
   });

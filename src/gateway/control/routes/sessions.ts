@@ -2,8 +2,8 @@
 // recovery), and the list of them (/work/contracts/sessions.md).
 //
 //   POST   /v1/sessions      open (a token entitled to the role, accounts, channels)
-//   GET    /v1/sessions      list (read)
-//   GET    /v1/sessions/:id  one (read)
+//   GET    /v1/sessions      list (read: the token's own sessions; admin: all)
+//   GET    /v1/sessions/:id  one (read: the token's own; admin: any)
 //   DELETE /v1/sessions/:id  close: the gateway QP goes to ERR (admin, or the token that opened it)
 //
 // The route authenticates and authorises, validates the body, gives the
@@ -16,13 +16,17 @@
 // was expected and what was given); 401 no or unknown token; 403 the token
 // is not entitled to the role, an account or a channel (named); 404 unknown
 // session (or the provider's: unknown feed, unknown account); 409 the name
-// is connected already; 503 no service for the role, or shutting down.
+// is connected already; 429 the token or the gateway holds as many sessions
+// as control.sessions.maxPerToken / maxTotal allow (counted in
+// qpgate_control_sessions_refused_total{limit}); 503 no service for the
+// role, or shutting down.
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { Counter, type Registry } from 'prom-client';
 import type { ControlExtension, GatewayState } from '../../state.js';
-import { SessionIds } from '../../sessions/session-ids.js';
+import { SessionIds, type SessionIdEntry } from '../../sessions/session-ids.js';
 import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
 import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../sessions/provider.js';
 import { U64_MAX } from '../../../orders/config.js';
@@ -119,8 +123,30 @@ export interface SessionsExtensionOptions {
 export function sessionsExtension(state: GatewayState, options: SessionsExtensionOptions = {}): ControlExtension {
   const ids = new SessionIds(state.config.state.dir);
   const open = new Map<number, OpenSession>();
+  // (token, name) keys between the checks and the provider's answer: a second open of one is a 409.
+  const opening = new Map<string, string>();
+  const refused = { maxPerToken: 0, maxTotal: 0 };
   let accepting = true;
   const log = state.logger.child({ component: 'sessions' });
+  const limits = state.config.control.sessions;
+
+  /** The 429 message when opening one more session for `token` (not reopening `reopens`) passes a cap. */
+  const overLimit = (token: string, reopens: number | undefined): string | undefined => {
+    const held = [...open.values()].filter((o) => o.id !== reopens);
+    const mine = held.filter((o) => o.token === token).length + [...opening.values()].filter((t) => t === token).length;
+    if (mine >= limits.maxPerToken) {
+      refused.maxPerToken++;
+      return `token "${token}" holds ${mine} sessions, the most control.sessions.maxPerToken allows; close one first (DELETE /v1/sessions/:id)`;
+    }
+    if (held.length + opening.size >= limits.maxTotal) {
+      refused.maxTotal++;
+      return `the gateway holds ${held.length + opening.size} sessions, the most control.sessions.maxTotal allows; try again once some close`;
+    }
+    return undefined;
+  };
+  /** Sessions a principal may see: its own; an admin token every one. */
+  const visible = (principal: { name: string; scope: string }, id: number): boolean =>
+    principal.scope === 'admin' || ids.get(id)?.token === principal.name;
 
   const providerFor = (role: SessionRole): SessionProvider | undefined => state.sessionProviders.find((p) => p.roles.includes(role));
   const infoOf = (id: number): SessionInfo | undefined => {
@@ -175,7 +201,13 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       if (provider === undefined) {
         return reply.code(503).send({ error: 'unavailable', message: `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway` });
       }
+      const openingKey = `${principal.name}\u0000${body.name}`;
+      if (opening.has(openingKey)) {
+        return reply.code(409).send({ error: 'conflict', message: `session "${body.name}" is being opened by another request` });
+      }
       const known = ids.find(principal.name, body.name);
+      const over = overLimit(principal.name, known?.id);
+      if (over !== undefined) return reply.code(429).send({ error: 'too_many_requests', message: over });
       if (known !== undefined) {
         const info = infoOf(known.id);
         if (info !== undefined && isConnected(info)) {
@@ -187,9 +219,11 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         // A session whose QP left RTS (the client went away): free it before reopening the name.
         if (info !== undefined) closeSession(known.id, 'reopened');
       }
-      const entry = ids.acquire(principal.name, body.name, body.role);
+      opening.set(openingKey, principal.name);
+      let entry: SessionIdEntry;
       let answer: SessionOpenAnswer;
       try {
+        entry = await ids.acquire(principal.name, body.name, body.role);
         answer = provider.open({
           role: body.role,
           id: entry.id,
@@ -207,6 +241,8 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           return reply.code(err.status).send({ error: ERROR_NAMES[err.status], message: err.message });
         }
         throw err;
+      } finally {
+        opening.delete(openingKey);
       }
       open.set(entry.id, {
         id: entry.id,
@@ -245,8 +281,9 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       return provider.layout();
     });
 
-    app.get('/', async () => {
-      const sessions = listAll().map(view);
+    app.get('/', async (request) => {
+      const principal = request.principal!;
+      const sessions = listAll().filter((s) => visible(principal, s.id)).map(view);
       return { count: sessions.length, roles: state.sessionProviders.flatMap((p) => p.roles), sessions };
     });
 
@@ -254,7 +291,8 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       const id = parseId((request.params as { id: string }).id);
       if (typeof id === 'string') return bad(reply, id);
       const info = infoOf(id);
-      if (info === undefined) return notFound(reply, `no session ${id} on this gateway`);
+      // Another token's session is not even said to exist.
+      if (info === undefined || !visible(request.principal!, id)) return notFound(reply, `no session ${id} on this gateway`);
       return view(info);
     });
 
@@ -293,9 +331,22 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       }
       return jsonSafe({ roles: state.sessionProviders.flatMap((p) => p.roles), sessions: byRole, ...(options.summary?.() ?? {}) });
     },
+    exportMetrics: (registry: Registry) => {
+      new Counter({
+        name: 'qpgate_control_sessions_refused_total',
+        help: 'POST /v1/sessions refused with 429, by the cap reached (maxPerToken, maxTotal: control.sessions).',
+        labelNames: ['limit'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const [limit, n] of Object.entries(refused)) this.inc({ limit }, n);
+        },
+      });
+    },
     stopAccepting: () => {
       accepting = false;
     },
+    close: () => ids.flush(),
   };
 }
 

@@ -1,0 +1,43 @@
+// OrderClient (issue 13, item 10): a request re-submitted after its answer
+// went by in a catch-up settles with the answer the gateway resends
+// (possible_resend, under its first app_seq) instead of waiting forever.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { OrderClient } from '../../src/orders/client.js';
+import { Side, type SequencedMessage } from '../../src/orders/messages.js';
+import { clientSide } from './e2e-support.js';
+import { startOrdersGateway, TOKENS } from './support.js';
+
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms).unref())]);
+
+test('an id answered during the catch-up of a new run, submitted again, settles with the resent answer', { timeout: 60_000 }, async () => {
+  const gw = await startOrdersGateway();
+  const side = await clientSide();
+  try {
+    const order = { clientOrderId: 7n, instrumentId: 1, side: Side.SIDE_BUY, price: 100, quantity: 1, account: 1n };
+    const first = await OrderClient.connect({ url: gw.url, token: TOKENS.desk, name: 'resubmit', accounts: [1n], engine: side.engine, device: side.device });
+    const ack = await first.newOrder(order);
+    assert.equal(ack.kind, 'ack');
+    await first.close();  // as if this run ended before it wrote the answer down
+
+    // A new run from app_seq 0: the catch-up replays the ack (and the cancel-on-disconnect).
+    const caughtUp: SequencedMessage[] = [];
+    const second = await OrderClient.connect({ url: gw.url, token: TOKENS.desk, name: 'resubmit', accounts: [1n], engine: side.engine, device: side.device });
+    second.on('message', (m: SequencedMessage) => caughtUp.push(m));
+    try {
+      assert.ok(second.lastAppSeq >= ack.appSeq);
+      const again = await within(second.newOrder(order), 3000, 'the re-submitted order 7');
+      assert.equal(again.kind, 'ack');
+      assert.equal(again.appSeq, ack.appSeq, 'the first answer, under its own app_seq');
+      assert.equal((again as { possibleResend: boolean }).possibleResend, true);
+      assert.equal((again as { orderId: bigint }).orderId, (ack as { orderId: bigint }).orderId);
+      assert.equal(second.stats().inFlight, 0);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await side.close();
+    await gw.close();
+  }
+});
