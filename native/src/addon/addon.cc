@@ -23,6 +23,7 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
     init_feed(env, exports, &feed_);  // exports.feed: createPublisher, createSubscriber
     orders_.verbs = &verbs_;
     init_orders(env, exports, &orders_);  // exports.orders: createService
+    exports.Set("__testing_engine", testing_engine_exports(env));  // test-only door
   }
 
  private:

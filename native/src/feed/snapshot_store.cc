@@ -55,8 +55,8 @@ SnapshotStore::SnapshotStore(std::uint16_t channel, std::uint32_t session, Snaps
       slot_bytes_(L::valid_slot_bytes(config.slot_bytes) ? config.slot_bytes : L::kDefaultSlotBytes),
       slot_count_(std::max<std::size_t>(config.slot_count, 1)),
       region_bytes_(L::kRegionHeaderBytes + slot_bytes_ * slot_count_),
-      base_(static_cast<std::uint8_t*>(::operator new(region_bytes_, std::align_val_t{64}))),
-      staging_(new std::uint64_t[slot_bytes_ / 8]) {
+      staging_(new std::uint64_t[slot_bytes_ / 8]),
+      base_(static_cast<std::uint8_t*>(::operator new(region_bytes_, std::align_val_t{64}))) {
   std::memset(base_, 0, region_bytes_);
   index_.reserve(std::min<std::size_t>(slot_count_, 4096));
   std::uint8_t h[16] = {};
@@ -67,6 +67,11 @@ SnapshotStore::SnapshotStore(std::uint16_t channel, std::uint32_t session, Snaps
   store_le(h + L::kSlotBytesOffset, static_cast<std::uint32_t>(slot_bytes_));
   std::memcpy(base_, h, sizeof h);
   store_le(base_ + L::kSlotCountOffset, static_cast<std::uint32_t>(slot_count_));
+}
+
+std::size_t SnapshotStore::reserved_bytes(const SnapshotConfig& c) {
+  const std::size_t slot = L::valid_slot_bytes(c.slot_bytes) ? c.slot_bytes : L::kDefaultSlotBytes;
+  return L::kRegionHeaderBytes + slot * std::max<std::size_t>(c.slot_count, 1) + slot;
 }
 
 SnapshotStore::~SnapshotStore() { ::operator delete(base_, std::align_val_t{64}); }

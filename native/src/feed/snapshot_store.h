@@ -118,7 +118,11 @@ enum class ApplyResult : std::uint8_t {
 
 class SnapshotStore {
  public:
+  // Allocates and zeroes the region (every page touched). Throws std::bad_alloc.
   SnapshotStore(std::uint16_t channel, std::uint32_t session, SnapshotConfig config = {});
+  // What the constructor allocates for `config`: the region and one staging slot.
+  static std::size_t reserved_bytes(const SnapshotConfig& config);
+  std::size_t reserved_bytes() const { return region_bytes_ + slot_bytes_; }
   ~SnapshotStore();
   SnapshotStore(const SnapshotStore&) = delete;
   SnapshotStore& operator=(const SnapshotStore&) = delete;
@@ -169,9 +173,9 @@ class SnapshotStore {
   std::size_t slot_bytes_;
   std::size_t slot_count_;
   std::size_t region_bytes_;
-  std::uint8_t* base_;  // 64-byte aligned, zeroed
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // packed key → slot
   std::unique_ptr<std::uint64_t[]> staging_;                // one slot image, built before the seqlock write
+  std::uint8_t* base_;  // 64-byte aligned, zeroed (after staging_: a throw here frees it)
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // packed key → slot
   Counters counters_;
 };
 
