@@ -9,6 +9,7 @@ import type { FeedDevice } from '../feed/native.js';
 import { RecoverySessionProvider } from '../feed/recovery-provider.js';
 import { recoveryMetrics } from '../feed/recovery-metrics.js';
 import { LatencyCounts } from '../native/latency-counts.js';
+import { budgetsOf } from '../feed/memory.js';
 import { DEFAULT_FEED, FeedRegistry } from './feed-registry.js';
 import { feedRoutes, feedsSummary } from './control/routes/feeds.js';
 import { exportFeedMetrics } from './metrics/feed-metrics.js';
@@ -30,7 +31,7 @@ export function startFeeds(state: GatewayState): (ControlExtension & { readonly 
   });
   state.metricSources.push(recoveryMetrics(recovery));
   let latencyRegistered = false;
-  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, () => {
+  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, budgetsOf(config.feeds), () => {
     if (latencyRegistered) return;
     latencyRegistered = true;
     state.sessionProviders.push(recovery);

@@ -81,6 +81,7 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceMethod<&EngineWrap::Stop>("stop"),
                       InstanceMethod<&EngineWrap::Placement>("placement"),
                       InstanceMethod<&EngineWrap::Stats>("stats"),
+                      InstanceMethod<&EngineWrap::CycleTimeCounts>("cycleTimeCounts"),
                       InstanceMethod<&EngineWrap::Rings>("rings"),
                       InstanceMethod<&EngineWrap::Notify>("notify"),
                       InstanceAccessor<&EngineWrap::Running>("running")});
@@ -177,6 +178,15 @@ Napi::Value EngineWrap::Placement(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) { return stats_to_js(info.Env(), engine_->stats()); }
+
+// The duty-cycle time histogram's raw counts (HdrHistogram layout, ns), as latencyCounts() gives a feed's.
+Napi::Value EngineWrap::CycleTimeCounts(const Napi::CallbackInfo& info) {
+  constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;
+  const metrics::LatencyHistogram& h = engine_->cycle_times();
+  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<double>(h.count_at_index(i));
+  return out;
+}
 
 Napi::Value EngineWrap::Rings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

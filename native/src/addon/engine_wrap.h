@@ -56,6 +56,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Placement(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value CycleTimeCounts(const Napi::CallbackInfo& info);
   Napi::Value Rings(const Napi::CallbackInfo& info);
   Napi::Value Notify(const Napi::CallbackInfo& info);
   Napi::Value Running(const Napi::CallbackInfo& info);

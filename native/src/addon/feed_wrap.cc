@@ -188,7 +188,7 @@ Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* w
 // code ENOMEM, anything else (a config reserve() refused) as a TypeError.
 Napi::Error reservation_error(Napi::Env env, const std::string& what, const verbs::Error& e) {
   if (e.code != ENOMEM) return Napi::TypeError::New(env, what + ": " + e.message);
-  Napi::Error err = Napi::Error::New(env, what + ": " + e.message);
+  Napi::Error err = Napi::Error::New(env, e.message);  // "feed publisher: ..." says what
   err.Set("code", Napi::String::New(env, "ENOMEM"));
   return err;
 }

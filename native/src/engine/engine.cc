@@ -70,6 +70,7 @@ void Engine::start() {
   parker_ = std::make_unique<Parker>();
   counters_ = std::make_unique<EngineCounters>();
   faults_ = std::make_unique<AgentFaults>();
+  cycle_times_ = std::make_unique<metrics::LatencyHistogram>();
   agent_stopped_.assign(agents_.size(), 0);
   notifies_.store(0, std::memory_order_relaxed);
   stop_requested_.store(false);
@@ -262,6 +263,7 @@ void Engine::duty_cycle_loop() {
     if (work > 0) {
       const std::uint64_t took = monotonic_ns() - start;
       counters.max_cycle_ns.raise_to(took);
+      cycle_times_->record(took);
       if (took > threshold) counters.cycles_over_threshold.add();
     } else {
       counters.idle_cycles.add();

@@ -26,6 +26,7 @@
 #include "agent.h"
 #include "counters.h"
 #include "idle_strategy.h"
+#include "metrics/latency_histogram.h"
 #include "node_buffer.h"
 #include "parker.h"
 #include "placement.h"
@@ -109,6 +110,10 @@ class Engine final : private ParkSite {
   // Valid once start() has returned (kept after stop()).
   const PlacementReport& placement() const { return report_; }
   EngineStats stats() const;
+  // How long each duty cycle that did work took, ns (reset by start()). Any
+  // thread: a reader diffs two copies to see the cycles of a window (e.g.
+  // while a feed was added), which the all-time max_cycle_ns cannot show.
+  const metrics::LatencyHistogram& cycle_times() const { return *cycle_times_; }
 
   // Empty when not running.
   RingMemory to_engine_ring() const { return to_engine_mem_; }
@@ -160,6 +165,7 @@ class Engine final : private ParkSite {
   AgentContext context_;
   std::unique_ptr<EngineCounters> counters_ = std::make_unique<EngineCounters>();
   std::unique_ptr<AgentFaults> faults_ = std::make_unique<AgentFaults>();
+  std::unique_ptr<metrics::LatencyHistogram> cycle_times_ = std::make_unique<metrics::LatencyHistogram>();
   std::vector<char> agent_stopped_;  // engine thread: per agent, 1 once its do_work threw
   std::atomic<std::uint64_t> notifies_{0};
   bool wake_owed_ = false;  // engine thread: took the wake duty, TSFN refused; retry
