@@ -15,6 +15,7 @@ import type { Logger } from './log.js';
 import { buildControlPlane } from './control/app.js';
 import { generateAdminToken, type Token } from './control/auth.js';
 import { Engine, type EngineOptions } from '../native/engine.js';
+import { watchEngineFaults } from '../native/engine-faults.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
 import { openGatewayDevice } from './device/device.js';
@@ -57,6 +58,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const engine = new Engine(engineOptions(config));
   const placement = await engine.start();
   log.info({ placement }, 'engine started');
+  const stopFaultWatch = watchEngineFaults(engine, logger.child({ component: 'engine' }));
 
   const state: GatewayState = {
     config,
@@ -100,6 +102,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await orders?.close().catch((e: unknown) => log.error({ err: e }, 'closing order entry after a failed start'));
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
+    stopFaultWatch();
     await engine.stop();
     throw err;
   }
@@ -142,6 +145,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       await step('control plane', () => server.close());
       slo.stop();
       await step('device', () => releaseDevice(state, log));
+      stopFaultWatch();
       await step('engine', () => engine.stop());
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
