@@ -5,7 +5,8 @@
 // and the figures match the native `reservedBytes` the feed reports.
 //
 //   per channel: ring.bytes + 16 B × ring.frames          (retransmission ring: frames + index)
-//              + 64 B + 256 B × snapshotSlots + 256 B      (snapshot store: header, slots, staging slot)
+//              + 64 B + 256 B × snapshotSlots + 256 B      (snapshot store: header, slots, staging slot,
+//              + 16 B × 2 × snapshotSlots rounded up to a power of two    and its index)
 //   per feed:    the channels + sendSlots × the largest frameSize rounded up to 64 B (registered send slots)
 //
 // Budgets (the `feeds` config section): feeds.feedMemoryBudgetBytes bounds
@@ -16,15 +17,17 @@ import type { FeedChannelConfig, FeedsConfig } from './config.js';
 const RING_ENTRY_BYTES = 16;
 const SNAPSHOT_HEADER_BYTES = 64;
 const SNAPSHOT_SLOT_BYTES = 256;
+const INDEX_ENTRY_BYTES = 16;
 
 /** The retransmission ring of a channel: its frames and its index. */
 export function ringReservedBytes(c: Pick<FeedChannelConfig, 'ring'>): number {
   return c.ring.bytes + RING_ENTRY_BYTES * c.ring.frames;
 }
 
-/** The snapshot store of a channel: header, slots and one staging slot. */
+/** The snapshot store of a channel: header, slots, one staging slot and the key index. */
 export function snapshotReservedBytes(c: Pick<FeedChannelConfig, 'snapshotSlots'>): number {
-  return SNAPSHOT_HEADER_BYTES + SNAPSHOT_SLOT_BYTES * c.snapshotSlots + SNAPSHOT_SLOT_BYTES;
+  const indexEntries = 2 ** Math.ceil(Math.log2(Math.max(2 * c.snapshotSlots, 2)));
+  return SNAPSHOT_HEADER_BYTES + SNAPSHOT_SLOT_BYTES * c.snapshotSlots + SNAPSHOT_SLOT_BYTES + INDEX_ENTRY_BYTES * indexEntries;
 }
 
 export function channelReservedBytes(c: Pick<FeedChannelConfig, 'ring' | 'snapshotSlots'>): number {

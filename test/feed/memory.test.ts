@@ -77,7 +77,7 @@ test('each channel reports what it reserved, as the config arithmetic (src/feed/
     const s = pub.stats();
     assert.deepEqual(s.channels.map((c) => c.reservedBytes), cfg.channels.map(channelReservedBytes));
     assert.equal(s.reservedBytes, feedReservedBytes(cfg));
-    assert.equal(s.channels[0]!.reservedBytes, 300_000 + 16 * 1000 + 64 + 256 * 77 + 256);
+    assert.equal(s.channels[0]!.reservedBytes, 300_000 + 16 * 1000 + 64 + 256 * 77 + 256 + 16 * 256);  // index: 2 × 77 → 256 entries
     pub.close();
   } finally {
     e.stop();

@@ -29,13 +29,13 @@ const defaultChannels = (n: number) => `feeds.channels=[${Array.from({ length: n
 test('a channel over the per-feed budget alone is refused at load, naming the channel and the budget key', () => {
   const set = 'feeds.channels=[{id: 1, groupA: 239.77.0.1}, {id: 2, groupA: 239.77.0.3, ring: {frames: 65536, bytes: 1073741824}}]';
   assert.deepEqual(problemsOf([set]), [
-    `feeds.channels[1] (from --set ${set}): ring 1.0 GiB + snapshots 4.0 MiB exceeds the per-feed budget of 512.0 MiB (feeds.feedMemoryBudgetBytes)`,
+    `feeds.channels[1] (from --set ${set}): ring 1.0 GiB + snapshots 4.5 MiB exceeds the per-feed budget of 512.0 MiB (feeds.feedMemoryBudgetBytes)`,
   ]);
 });
 
-test('8 channels of the default size (552 MiB) are over the default per-feed budget; raising it lets them load', () => {
+test('8 channels of the default size (556 MiB) are over the default per-feed budget; raising it lets them load', () => {
   assert.deepEqual(problemsOf([defaultChannels(8)]), [
-    `feeds.channels (from --set ${defaultChannels(8)}): 8 channels reserve 552.0 MiB + send slots 256.0 KiB = 552.3 MiB, which exceeds the per-feed budget of 512.0 MiB (feeds.feedMemoryBudgetBytes)`,
+    `feeds.channels (from --set ${defaultChannels(8)}): 8 channels reserve 556.0 MiB + send slots 256.0 KiB = 556.3 MiB, which exceeds the per-feed budget of 512.0 MiB (feeds.feedMemoryBudgetBytes)`,
   ]);
   const cfg = loadConfig({ env: {}, overrides: [defaultChannels(8), 'feeds.feedMemoryBudgetBytes=1073741824'] });
   assert.equal(cfg.feeds.channels.length, 8);
@@ -51,7 +51,7 @@ test('a per-feed budget above the gateway budget is refused, and so is a budget 
 let gw: Gateway;
 let api: ReturnType<typeof client>;
 const base = `239.${91 + Math.floor(Math.random() * 5)}.${Math.floor(Math.random() * 250)}`;
-// 3 MiB of ring + 16 KiB of index + 64 KiB of snapshots: two of these do not fit a 5 MiB gateway budget.
+// 3 MiB of ring + 16 KiB of index + 72 KiB of snapshots: two of these do not fit a 5 MiB gateway budget.
 const channel = (id: number, bytes = 3 * MiB) => ({ id, groupA: `${base}.${id}`, ring: { frames: 1024, bytes }, snapshotSlots: 256 });
 const feed = (name: string, ch: object) => ({ name, channels: [ch], synthetic: { enabled: false } });
 
@@ -68,7 +68,7 @@ test('POST /v1/feeds over the per-feed budget is 400 naming the channel; nothing
   assert.equal(r.status, 400, r.text);
   assert.deepEqual(r.json, {
     error: 'bad_request',
-    message: 'body/channels/0: ring 8.0 MiB + snapshots 64.3 KiB exceeds the per-feed budget of 4.0 MiB (feeds.feedMemoryBudgetBytes)',
+    message: 'body/channels/0: ring 8.0 MiB + snapshots 72.3 KiB exceeds the per-feed budget of 4.0 MiB (feeds.feedMemoryBudgetBytes)',
   });
   assert.equal(((await api.get('/v1/feeds', READ_TOKEN)).json as { count: number }).count, 0);
 });
