@@ -425,7 +425,7 @@ Napi::Value CreatePublisher(const Napi::CallbackInfo& info) {
   if (std::string e = feed::validate(pc); !e.empty()) throw Napi::TypeError::New(env, "feed.createPublisher: " + e);
 
   // Allocated and touched here, on the JS thread: the engine thread only takes the pointers.
-  auto memory = feed::reserve(pc);
+  auto memory = feed::reserve(pc, r.engine->placement().plan.numa_node);
   if (!memory.ok()) throw reservation_error(env, "feed.createPublisher", memory.error());
   verbs::Result<std::uint32_t> id = verbs::Error{};
   std::shared_ptr<feed::PublisherStats> stats;

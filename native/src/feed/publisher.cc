@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/clock.h"
+#include "engine/node_buffer.h"
 
 namespace qpgate::feed {
 
@@ -147,13 +148,14 @@ std::size_t available_memory_bytes() {
   return available;
 }
 
-verbs::Result<PublisherReservation> reserve(const PublisherConfig& config) {
+verbs::Result<PublisherReservation> reserve(const PublisherConfig& config, int numa_node) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
   const std::size_t wanted = reserved_bytes(config);
   if (const std::size_t available = available_memory_bytes(); wanted > available) {
     return verbs::Error{ENOMEM, "feed publisher: reserving " + format_bytes(wanted) + " but the host has " +
                                     format_bytes(available) + " available (MemAvailable, cgroup memory.max)"};
   }
+  const engine::PreferredNodeScope on_node(numa_node);  // every page below is touched while it holds
   PublisherReservation m;
   m.channels.resize(config.channels.size());
   for (std::size_t i = 0; i < config.channels.size(); ++i) {

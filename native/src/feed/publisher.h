@@ -91,12 +91,13 @@ struct PublisherReservation {
   std::vector<std::uint8_t> send_slots;
 };
 
-// Any thread. Errors (ENOMEM), with nothing left allocated: the host has
+// Any thread; the pages go preferably to `numa_node` (the engine's; -1: the
+// caller's first touch decides). Errors (ENOMEM), with nothing left allocated: the host has
 // less memory available than reserved_bytes(config) (MemAvailable, or the
 // cgroup's memory.max), or an allocation failed — the message names the
 // channel and the part ("feed publisher: channel 3: out of memory reserving
 // the retransmission ring (64.0 MiB): std::bad_alloc").
-verbs::Result<PublisherReservation> reserve(const PublisherConfig& config);
+verbs::Result<PublisherReservation> reserve(const PublisherConfig& config, int numa_node = -1);
 
 // Bytes the host can still give this process: MemAvailable, capped by the
 // cgroup v2 memory.max - memory.current when there is one; SIZE_MAX if unknown.
