@@ -83,6 +83,10 @@ export const FeedsConfig = Type.Object(
     ),
     sendSlots: Type.Integer({ minimum: 8, maximum: 16384, default: 256 }),
     hopLimit: Type.Integer({ minimum: 1, maximum: 255, default: 8 }),
+    /** What one feed may reserve: its channels' rings and snapshot stores and its send slots (src/feed/memory.ts). */
+    feedMemoryBudgetBytes: Type.Integer({ minimum: 1 << 20, maximum: 2 ** 48, default: 512 * 2 ** 20 }),
+    /** What all of the gateway's feeds may reserve together (the config's and those made by POST /v1/feeds). */
+    memoryBudgetBytes: Type.Integer({ minimum: 1 << 20, maximum: 2 ** 48, default: 2 ** 30 }),
   },
   { ...strict, default: {} },
 );

@@ -6,6 +6,8 @@ import { Device, kNativeDevice, type OpenDeviceOptions, type QpAttr } from '../n
 
 export interface NativePublisherStats {
   session: number;
+  /** Memory reserved up front: every channel's plus the send slots (src/feed/memory.ts). */
+  reservedBytes: number;
   records: number;
   rejectedRecords: number;
   retries: number;
@@ -22,6 +24,8 @@ export interface NativePublisherStats {
     nextSeq: number;
     ringFrames: number;
     snapshotSlots: number;
+    /** The channel's retransmission ring and snapshot store, reserved up front. */
+    reservedBytes: number;
   }>;
 }
 

@@ -39,7 +39,7 @@ export interface PublisherChannelConfig {
   readonly frameSize?: number;
   /** Heartbeat after this long idle (default 1000 ms). */
   readonly heartbeatMs?: number;
-  /** Retransmission ring depth (default 65536 frames, 64 MiB). */
+  /** Retransmission ring depth (default 65536 frames, 64 MiB); reserved when the publisher is made. */
   readonly ring?: { readonly frames?: number; readonly bytes?: number };
   /** Snapshot slots (instrument × type × level keys; default 16384). */
   readonly snapshotSlots?: number;
@@ -69,10 +69,14 @@ export interface PublisherChannelStats {
   nextSeq: number;
   ringFrames: number;
   snapshotSlots: number;
+  /** The channel's retransmission ring and snapshot store, reserved up front (src/feed/memory.ts). */
+  reservedBytes: number;
 }
 
 export interface PublisherStats {
   session: number;
+  /** Memory reserved up front: every channel's plus the send slots. */
+  reservedBytes: number;
   records: number;
   rejectedRecords: number;
   retries: number;
@@ -193,6 +197,7 @@ export class FeedPublisher {
     const s: NativePublisherStats = this.#native.stats();
     return {
       session: s.session,
+      reservedBytes: s.reservedBytes,
       records: s.records,
       rejectedRecords: s.rejectedRecords,
       retries: s.retries,
@@ -296,7 +301,11 @@ export class FeedPublisher {
 
 /**
  * A publisher on a started engine, sending through `device` (a soft device
- * opened on the same engine; see openFeedDevice).
+ * opened on the same engine; see openFeedDevice). Its rings, snapshot stores
+ * and send slots are allocated and touched here, on the calling thread,
+ * before the engine takes them. Throws an Error with code ENOMEM, naming
+ * what could not be reserved, when the host has not the memory; nothing
+ * stays allocated then.
  */
 export function createPublisher(engine: Engine, device: FeedDevice, options: PublisherOptions): FeedPublisher {
   for (const c of options.channels) {

@@ -5,7 +5,11 @@
 // (names, groups shared between channels or feeds), lists each publisher's
 // UD QP in the QP registry while the feed lives, and keeps the publish
 // latency of deleted feeds so the gateway's tick_publish histogram only grows.
+// Memory: a feed is refused (400) when it alone exceeds the per-feed budget,
+// or (409) when the gateway's feeds would then reserve more than the
+// gateway's budget — before anything is allocated (src/feed/memory.ts).
 import { resolveFeedsConfig, type FeedChannelConfig, type FeedsConfig } from '../feed/config.js';
+import { bodyKeys, CONFIG_KEYS, feedBudgetProblems, feedReservedBytes, formatBytes, type FeedBudgets } from '../feed/memory.js';
 import type { FeedDevice } from '../feed/native.js';
 import { FeedService } from '../feed/service.js';
 import { readReplayFile, ReplayFileError } from '../feed/replay-file.js';
@@ -54,24 +58,44 @@ export class FeedRegistry {
   readonly #retiredLatency = new Float64Array(COUNTS_LENGTH);
   readonly #onCreated: ((entry: FeedEntry) => void) | undefined;
   readonly #replayDir: string;
+  readonly #budgets: FeedBudgets;
   #accepting = true;
 
   /**
-   * `onCreated` runs after each feed starts (the gateway registers tick_publish on the first).
    * `replayDir`: the one directory replay feeds read their files from (feeds.replay.dir, resolved).
+   * `budgets`: the gateway config's (feeds.feedMemoryBudgetBytes, feeds.memoryBudgetBytes).
+   * `onCreated` runs after each feed starts (the gateway registers tick_publish on the first).
    */
-  constructor(engine: Engine, device: FeedDevice, qps: QpRegistry, options: { replayDir: string; onCreated?: (entry: FeedEntry) => void }) {
+  constructor(
+    engine: Engine,
+    device: FeedDevice,
+    qps: QpRegistry,
+    options: { replayDir: string; budgets: FeedBudgets; onCreated?: (entry: FeedEntry) => void },
+  ) {
     this.#engine = engine;
     this.#device = device;
     this.#qps = qps;
     this.#onCreated = options.onCreated;
     this.#replayDir = options.replayDir;
+    this.#budgets = options.budgets;
+  }
+
+  /** Memory the live feeds reserved (rings, snapshot stores, send slots). */
+  reservedBytes(): number {
+    let sum = 0;
+    for (const e of this.#feeds.values()) sum += feedReservedBytes(e.service.config);
+    return sum;
+  }
+
+  get budgets(): FeedBudgets {
+    return this.#budgets;
   }
 
   /**
    * Starts a feed. `config` is a `feeds` config section (enabled is implied).
    * `path` prefixes messages about fields ('body' for a request body).
-   * Throws FeedError: 400 bad config, 409 name or group taken, 503 shutting down.
+   * Throws FeedError: 400 bad config or over the per-feed memory budget, 409 name or group
+   * taken or over the gateway's memory budget or the host's memory, 503 shutting down.
    */
   async create(name: string, config: unknown, origin: FeedEntry['origin'], path = 'body'): Promise<FeedEntry> {
     this.#checkNew(name, path);
@@ -82,10 +106,12 @@ export class FeedRegistry {
       throw new FeedError(400, (err as Error).message.replace(/^feeds config: /, `${path}: `));
     }
     this.#checkGroups(cfg.channels, path);
+    this.#checkBudgets(name, cfg, origin, path);
     const replayFile = cfg.source === 'replay' ? await this.#readReplay(cfg.replay.file!, path) : undefined;
-    // Again after the read: another request may have taken the name or a group meanwhile.
+    // Again after the read: another request may have taken the name, a group or the memory meanwhile.
     this.#checkNew(name, path);
     this.#checkGroups(cfg.channels, path);
+    this.#checkBudgets(name, cfg, origin, path);
     return this.#start(name, cfg, origin, path, replayFile);
   }
 
@@ -119,6 +145,8 @@ export class FeedRegistry {
       service.stop();
       // The addon names the field it refused (a TypeError or RangeError); anything else is ours.
       if (err instanceof TypeError || err instanceof RangeError) throw new FeedError(400, `${path}: ${err.message}`);
+      // The host could not give the memory (the addon checked before allocating, or an allocation failed).
+      if ((err as { code?: unknown }).code === 'ENOMEM') throw new FeedError(409, `${path}: ${(err as Error).message}`);
       throw err;
     }
     const entry: FeedEntry = { name, origin, createdAt: new Date(), service, untrackQp };
@@ -165,6 +193,21 @@ export class FeedRegistry {
     entry.untrackQp();
     this.#feeds.delete(entry.name);
     entry.service.stop();
+  }
+
+  #checkBudgets(name: string, cfg: FeedsConfig, origin: FeedEntry['origin'], path: string): void {
+    const problems = feedBudgetProblems(cfg, this.#budgets.feedBytes, origin === 'config' ? CONFIG_KEYS : bodyKeys(path));
+    if (problems.length > 0) throw new FeedError(400, problems.join('; '));
+    const wanted = feedReservedBytes(cfg);
+    const used = this.reservedBytes();
+    const budget = this.#budgets.gatewayBytes;
+    if (used + wanted > budget) {
+      throw new FeedError(
+        409,
+        `${path}: feed "${name}" would reserve ${formatBytes(wanted)}, but the gateway's feeds already reserve ${formatBytes(used)} ` +
+          `of its budget of ${formatBytes(budget)} (feeds.memoryBudgetBytes): ${formatBytes(Math.max(0, budget - used))} left`,
+      );
+    }
   }
 
   // A group carries one publisher's frames: never shared by two channels or lines.

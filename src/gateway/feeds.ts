@@ -10,6 +10,7 @@ import type { FeedDevice } from '../feed/native.js';
 import { RecoverySessionProvider } from '../feed/recovery-provider.js';
 import { recoveryMetrics } from '../feed/recovery-metrics.js';
 import { LatencyCounts } from '../native/latency-counts.js';
+import { budgetsOf } from '../feed/memory.js';
 import { DEFAULT_FEED, FeedRegistry } from './feed-registry.js';
 import { feedRoutes, feedsSummary } from './control/routes/feeds.js';
 import { exportFeedMetrics } from './metrics/feed-metrics.js';
@@ -40,7 +41,11 @@ export async function startFeeds(state: GatewayState): Promise<(ControlExtension
     );
   };
   const replayDir = resolve(config.state.dir, config.feeds.replay.dir);
-  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, { replayDir, onCreated });
+  const registry: FeedRegistry = new FeedRegistry(state.engine, device as FeedDevice, state.qps, {
+    replayDir,
+    budgets: budgetsOf(config.feeds),
+    onCreated,
+  });
   const log = state.logger.child({ component: 'feeds' });
   if (config.feeds.enabled) {
     const { service } = await registry.create(DEFAULT_FEED, config.feeds, 'config', 'feeds');

@@ -15,6 +15,7 @@ import type { Logger } from './log.js';
 import { buildControlPlane } from './control/app.js';
 import { generateAdminToken, type Token } from './control/auth.js';
 import { Engine, type EngineOptions } from '../native/engine.js';
+import { watchEngineFaults } from '../native/engine-faults.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
 import { openGatewayDevice } from './device/device.js';
@@ -65,6 +66,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     throw err;
   });
   log.info({ placement }, 'engine started');
+  const stopFaultWatch = watchEngineFaults(engine, logger.child({ component: 'engine' }));
 
   const state: GatewayState = {
     config,
@@ -112,6 +114,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     state.heartbeat.stop();
+    stopFaultWatch();
     await engine.stop();
     stateLock.release();
     throw err;
@@ -156,6 +159,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       slo.stop();
       await step('device', () => releaseDevice(state, log));
       state.heartbeat.stop();
+      stopFaultWatch();
       await step('engine', () => engine.stop());
       stateLock.release();  // last: the journal and sessions.json are closed
       process.off('SIGTERM', onSignal);

@@ -106,6 +106,14 @@ export interface EngineStats {
   readonly toEngineCorrupt: boolean;
   readonly maxCycleNs: number;
   readonly cyclesOverThreshold: number;
+  /** run_on_engine tasks that threw (their caller got the error; the engine went on). */
+  readonly taskErrors: number;
+  /** Exceptions out of an agent's do_work or a record handler. */
+  readonly agentErrors: number;
+  /** Agents no longer run because their do_work threw (the others go on). */
+  readonly agentsStopped: number;
+  /** The first of those faults, described. */
+  readonly faults: ReadonlyArray<{ readonly agent: string; readonly message: string; readonly stopped: boolean }>;
   readonly toEngineUsed: number;
   readonly toEngineCapacity: number;
   readonly fromEngineUsed: number;
@@ -128,6 +136,8 @@ export interface NativeEngine {
   stop(): void;
   placement(): PlacementReport;
   stats(): EngineStats;
+  /** How long each duty cycle that did work took: raw HdrHistogram counts, ns (latency-counts.ts). */
+  cycleTimeCounts(): Float64Array;
   rings(): NativeRings;
   /** Rings the doorbell if the engine is parked; returns whether it rang. */
   notify(): boolean;

@@ -184,6 +184,11 @@ export class Engine {
     return this.#native.stats();
   }
 
+  /** Duty-cycle times since start (raw HdrHistogram counts, ns): diff two copies for a window. */
+  cycleTimeCounts(): Float64Array {
+    return this.#native.cycleTimeCounts();
+  }
+
   /**
    * Sends each payload as an ECHO record. Writes as many as fit, publishes
    * them with one tail store and rings the doorbell at most once; when the

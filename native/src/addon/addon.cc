@@ -25,6 +25,7 @@ class QpgateAddon : public Napi::Addon<QpgateAddon> {
     orders_.verbs = &verbs_;
     init_orders(env, exports, &orders_);  // exports.orders: createService
     init_state_lock(env, exports);        // exports.lockStateDir
+    exports.Set("__testing_engine", testing_engine_exports(env));  // test-only door
   }
 
  private:

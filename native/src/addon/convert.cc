@@ -59,6 +59,18 @@ Napi::Object stats_to_js(Napi::Env env, const engine::EngineStats& s) {
   o.Set("toEngineCorrupt", Napi::Boolean::New(env, s.to_engine_corrupt));
   o.Set("maxCycleNs", num(env, s.max_cycle_ns));
   o.Set("cyclesOverThreshold", num(env, s.cycles_over_threshold));
+  o.Set("taskErrors", num(env, s.task_errors));
+  o.Set("agentErrors", num(env, s.agent_errors));
+  o.Set("agentsStopped", num(env, s.agents_stopped));
+  Napi::Array faults = Napi::Array::New(env, s.faults.size());
+  for (std::size_t i = 0; i < s.faults.size(); ++i) {
+    Napi::Object f = Napi::Object::New(env);
+    f.Set("agent", s.faults[i].agent);
+    f.Set("message", s.faults[i].message);
+    f.Set("stopped", Napi::Boolean::New(env, s.faults[i].stopped));
+    faults.Set(static_cast<std::uint32_t>(i), f);
+  }
+  o.Set("faults", faults);
   o.Set("toEngineUsed", num(env, s.to_engine_used));
   o.Set("toEngineCapacity", num(env, s.to_engine_capacity));
   o.Set("fromEngineUsed", num(env, s.from_engine_used));

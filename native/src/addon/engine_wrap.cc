@@ -1,6 +1,8 @@
 #include "engine_wrap.h"
 
 #include <chrono>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "convert.h"
@@ -28,7 +30,53 @@ Napi::ArrayBuffer ring_buffer(Napi::Env env, const engine::RingMemory& mem) {
       [](Napi::Env, void*, std::shared_ptr<engine::NodeBuffer>* hint) { delete hint; }, keep);
 }
 
+// __testing_engine.throwOnEngine(engine, kind): a run_on_engine task that
+// throws std::bad_alloc ('bad_alloc'), std::runtime_error ('runtime_error')
+// or an int ('other'), as a failing allocation or bug would.
+Napi::Value TestingThrowOnEngine(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  EngineWrap* ew = EngineWrap::FromValue(info[0]);
+  if (ew == nullptr) throw Napi::TypeError::New(env, "throwOnEngine: the first argument must be an Engine");
+  const std::string kind = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+  run_on_engine(env, *ew->engine(), "engine task", [&] {
+    if (kind == "bad_alloc") throw std::bad_alloc();
+    if (kind == "runtime_error") throw std::runtime_error("a task failed on purpose");
+    if (kind == "other") throw 42;
+  });
+  return env.Undefined();
+}
+
 }  // namespace
+
+Napi::Error native_error(Napi::Env env, const std::string& what, const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::bad_alloc& ex) {
+    Napi::Error err = Napi::Error::New(env, what + ": out of memory (" + ex.what() + ")");
+    err.Set("code", Napi::String::New(env, "ENOMEM"));
+    return err;
+  } catch (const std::exception& ex) {
+    return Napi::Error::New(env, what + ": " + ex.what());
+  } catch (...) {
+    return Napi::Error::New(env, what + ": " + engine::describe_exception(e));
+  }
+}
+
+void run_on_engine(Napi::Env env, engine::Engine& engine, const std::string& what, const std::function<void()>& fn) {
+  try {
+    engine.run_on_engine(fn);
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (...) {
+    throw native_error(env, what, std::current_exception());
+  }
+}
+
+Napi::Object testing_engine_exports(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("throwOnEngine", Napi::Function::New(env, TestingThrowOnEngine, "throwOnEngine"));
+  return o;
+}
 
 Napi::Function EngineWrap::Define(Napi::Env env) {
   return DefineClass(env, "Engine",
@@ -36,6 +84,7 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceMethod<&EngineWrap::Stop>("stop"),
                       InstanceMethod<&EngineWrap::Placement>("placement"),
                       InstanceMethod<&EngineWrap::Stats>("stats"),
+                      InstanceMethod<&EngineWrap::CycleTimeCounts>("cycleTimeCounts"),
                       InstanceMethod<&EngineWrap::Rings>("rings"),
                       InstanceMethod<&EngineWrap::Notify>("notify"),
                       // Test-only door (src/native/testing/stall.ts), deliberately not in engine.ts.
@@ -134,6 +183,15 @@ Napi::Value EngineWrap::Placement(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value EngineWrap::Stats(const Napi::CallbackInfo& info) { return stats_to_js(info.Env(), engine_->stats()); }
+
+// The duty-cycle time histogram's raw counts (HdrHistogram layout, ns), as latencyCounts() gives a feed's.
+Napi::Value EngineWrap::CycleTimeCounts(const Napi::CallbackInfo& info) {
+  constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;
+  const metrics::LatencyHistogram& h = engine_->cycle_times();
+  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<double>(h.count_at_index(i));
+  return out;
+}
 
 Napi::Value EngineWrap::Rings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -12,7 +12,10 @@
 
 #include <napi.h>
 
+#include <exception>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "engine/engine.h"
 
@@ -21,6 +24,16 @@ class SoftDeviceAgent;
 }
 
 namespace qpgate::addon {
+
+// Runs `fn` on the engine thread (Engine::run_on_engine) and waits. What it
+// throws comes back to JS as an Error "<what>: <message>" (std::bad_alloc:
+// code ENOMEM, "out of memory (std::bad_alloc)"); a Napi::Error passes as it
+// is. The engine counts it (task_errors) and goes on.
+void run_on_engine(Napi::Env env, engine::Engine& engine, const std::string& what, const std::function<void()>& fn);
+// The JS Error for an exception caught from native code, prefixed with `what`.
+Napi::Error native_error(Napi::Env env, const std::string& what, const std::exception_ptr& e);
+// exports.__testing_engine (tests only, src/native/testing/engine-faults.ts).
+Napi::Object testing_engine_exports(Napi::Env env);
 
 class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
  public:
@@ -43,6 +56,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Placement(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value CycleTimeCounts(const Napi::CallbackInfo& info);
   Napi::Value Rings(const Napi::CallbackInfo& info);
   Napi::Value Notify(const Napi::CallbackInfo& info);
   Napi::Value Running(const Napi::CallbackInfo& info);

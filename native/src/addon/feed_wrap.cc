@@ -184,6 +184,15 @@ Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* w
   return v.As<Napi::Array>();
 }
 
+// A refused reservation: ENOMEM (the host cannot give it) as an Error with
+// code ENOMEM, anything else (a config reserve() refused) as a TypeError.
+Napi::Error reservation_error(Napi::Env env, const std::string& what, const verbs::Error& e) {
+  if (e.code != ENOMEM) return Napi::TypeError::New(env, what + ": " + e.message);
+  Napi::Error err = Napi::Error::New(env, e.message);  // "feed publisher: ..." says what
+  err.Set("code", Napi::String::New(env, "ENOMEM"));
+  return err;
+}
+
 // ---------------------------------------------------------------- publisher
 class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
  public:
@@ -200,7 +209,13 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
                         InstanceMethod<&PublisherWrap::Close>("close")});
   }
   explicit PublisherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PublisherWrap>(info) {}
-  ~PublisherWrap() override { release(); }
+  ~PublisherWrap() override {
+    try {
+      release();
+    } catch (...) {
+      // A finalizer must not throw; the engine counted the failed task.
+    }
+  }
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
     h_.bind(info, r.engine, r.agent, id);
@@ -209,18 +224,21 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
   }
 
  private:
+  // Closes it on the engine thread; its rings and snapshot stores come back
+  // and are freed here, off the engine thread. Idempotent.
   void release() {
-    if (h_.id != 0) {
+    if (h_.id == 0) return;
+    const std::uint32_t id = h_.id;
+    h_.id = 0;
+    feed::FeedAgent* agent = h_.agent;
+    feed::PublisherReservation released;
+    h_.engine->run_on_engine([&] {
       // Its recovery sessions go with it (their QPs to ERR).
-      const std::uint32_t id = h_.id;
-      feed::FeedAgent* agent = h_.agent;
-      h_.engine->run_on_engine([&] {
-        for (const auto& s : agent->recovery_sessions()) {
-          if (s.publisher == id) agent->close_recovery_session(s.session);
-        }
-      });
-    }
-    h_.release(&feed::FeedAgent::remove_publisher);
+      for (const auto& s : agent->recovery_sessions()) {
+        if (s.publisher == id) agent->close_recovery_session(s.session);
+      }
+      (void)agent->remove_publisher(id, released);
+    });
   }
   std::uint32_t live_id(Napi::Env env) const {
     if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
@@ -285,6 +303,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     const feed::PublisherStats& s = *stats_;
     Napi::Object o = Napi::Object::New(env);
     o.Set("session", num(env, s.session.get()));
+    o.Set("reservedBytes", num(env, s.reserved_bytes.get()));
     o.Set("records", num(env, s.records.get()));
     o.Set("rejectedRecords", num(env, s.rejected_records.get()));
     o.Set("retries", num(env, s.retries.get()));
@@ -304,6 +323,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
       co.Set("nextSeq", num(env, c.next_seq.get()));
       co.Set("ringFrames", num(env, c.ring_frames.get()));
       co.Set("snapshotSlots", num(env, c.snapshot_slots.get()));
+      co.Set("reservedBytes", num(env, c.reserved_bytes.get()));
       chans.Set(static_cast<std::uint32_t>(i), co);
     }
     o.Set("channels", chans);
@@ -404,10 +424,13 @@ Napi::Value CreatePublisher(const Napi::CallbackInfo& info) {
   if (has(cfg, "hopLimit")) pc.hop_limit = static_cast<std::uint8_t>(to_u32(env, cfg.Get("hopLimit"), "feed.createPublisher: hopLimit", 255));
   if (std::string e = feed::validate(pc); !e.empty()) throw Napi::TypeError::New(env, "feed.createPublisher: " + e);
 
+  // Allocated and touched here, on the JS thread: the engine thread only takes the pointers.
+  auto memory = feed::reserve(pc, r.engine->placement().plan.numa_node);
+  if (!memory.ok()) throw reservation_error(env, "feed.createPublisher", memory.error());
   verbs::Result<std::uint32_t> id = verbs::Error{};
   std::shared_ptr<feed::PublisherStats> stats;
-  r.engine->run_on_engine([&] {
-    id = r.agent->add_publisher(*r.device, pc);
+  run_on_engine(env, *r.engine, "feed.createPublisher", [&] {
+    id = r.agent->add_publisher(*r.device, pc, std::move(memory).value());
     if (id.ok()) stats = r.agent->publisher(*id)->stats();
   });
   if (!id.ok()) throw verbs_error(env, id.error());
@@ -429,7 +452,13 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
                         InstanceMethod<&SubscriberWrap::Close>("close")});
   }
   explicit SubscriberWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SubscriberWrap>(info) {}
-  ~SubscriberWrap() override { release(); }
+  ~SubscriberWrap() override {
+    try {
+      release();
+    } catch (...) {
+      // A finalizer must not throw; the engine counted the failed task.
+    }
+  }
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::SubscriberStats> stats,
             std::optional<verbs::RcPeer> recovery_local, std::shared_ptr<feed::RecoveryClientCounters> client,
@@ -598,7 +627,7 @@ Napi::Value CreateSubscriber(const Napi::CallbackInfo& info) {
   std::optional<verbs::RcPeer> recovery_local;
   std::shared_ptr<feed::RecoveryClientCounters> client;
   std::shared_ptr<feed::ConsumerLoad> load;
-  r.engine->run_on_engine([&] {
+  run_on_engine(env, *r.engine, "feed.createSubscriber", [&] {
     id = r.agent->add_subscriber(*r.device, sc);
     if (!id.ok()) return;
     feed::Subscriber* s = r.agent->subscriber(*id);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "agent_faults.h"
 #include "counters.h"
 #include "parker.h"
 #include "spsc_ring.h"
@@ -19,6 +20,7 @@ struct AgentContext {
   SpscProducer* from_engine = nullptr;  // records for JS; the engine publishes once per duty cycle
   Parker* parker = nullptr;
   EngineCounters* counters = nullptr;
+  AgentFaults* faults = nullptr;        // where exceptions on the engine thread are reported
 
   // A protocol timer: ends a park at `monotonic_deadline_ns`. The agent still
   // checks its deadline itself in do_work (it may be spinning, not parked).
@@ -39,5 +41,12 @@ class Agent {
   // On the engine thread, before it exits: release what on_start took.
   virtual void on_close() {}
 };
+
+// Runs agent.do_work(now_ns). If it throws, the fault is reported and
+// counted (agent_errors, agents_stopped) and -1 is returned: the caller
+// stops calling that agent. Never throws.
+int do_work_guarded(Agent& agent, std::uint64_t now_ns, const AgentContext& context) noexcept;
+// Runs agent.on_close(); a throw is reported and counted (agent_errors). Never throws.
+void on_close_guarded(Agent& agent, const AgentContext& context) noexcept;
 
 }  // namespace qpgate::engine

@@ -1,5 +1,6 @@
 #include "command_agent.h"
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -35,6 +36,7 @@ CommandAgent::CommandAgent() {
   ExtensionRegistry& r = registry();
   const std::lock_guard<std::mutex> lock(r.mutex);
   for (const auto& [n, f] : r.factories) extensions_.emplace_back(n, f());
+  extension_stopped_.assign(extensions_.size(), 0);
 }
 
 CommandAgent::~CommandAgent() = default;
@@ -46,7 +48,7 @@ void CommandAgent::on_start(AgentContext& context) {
 }
 
 void CommandAgent::on_close() {
-  for (auto& [n, agent] : extensions_) agent->on_close();
+  for (auto& [n, agent] : extensions_) on_close_guarded(*agent, *context_);
   if (t_current == this) t_current = nullptr;
 }
 
@@ -91,7 +93,7 @@ int CommandAgent::do_work(std::uint64_t now_ns) {
               ++rejected;  // unknown type: skipped, counted
               return true;
             }
-            return h->on_record(type, payload, length);
+            return offer(*h, type, payload, length);
           }
           if (length > max_echo) {
             ++rejected;  // no room for the timestamp: skipped, counted
@@ -113,8 +115,32 @@ int CommandAgent::do_work(std::uint64_t now_ns) {
   }
   // Extensions run after the records of this cycle, so they can finish what
   // the records started (e.g. post the frames they filled) in the same cycle.
-  for (auto& [n, agent] : extensions_) consumed += agent->do_work(now_ns);
-  return consumed;
+  return consumed + run_extensions(now_ns);
+}
+
+bool CommandAgent::offer(RecordHandler& handler, std::int32_t type, const std::byte* payload, std::int32_t length) {
+  try {
+    return handler.on_record(type, payload, length);
+  } catch (...) {
+    if (context_->counters != nullptr) context_->counters->agent_errors.add();
+    if (context_->faults != nullptr) {
+      char who[48];
+      std::snprintf(who, sizeof who, "record handler (type %d)", static_cast<int>(type));
+      context_->faults->report(who, std::current_exception(), false);
+    }
+    return true;  // skipped: offering it again would throw again
+  }
+}
+
+int CommandAgent::run_extensions(std::uint64_t now_ns) {
+  int work = 0;
+  for (std::size_t i = 0; i < extensions_.size(); ++i) {
+    if (extension_stopped_[i] != 0) continue;
+    const int w = do_work_guarded(*extensions_[i].second, now_ns, *context_);
+    if (w < 0) extension_stopped_[i] = 1;
+    work += w < 0 ? 1 : w;
+  }
+  return work;
 }
 
 }  // namespace qpgate::engine

@@ -13,6 +13,9 @@
 // finds its engine's command agent with CommandAgent::current() (engine
 // thread) to register record handlers; the owner of an engine finds an
 // extension with current()->extension(name) inside Engine::run_on_engine.
+//
+// Faults (agent_faults.h): an extension whose do_work throws is stopped, the
+// others and the records go on; a record whose handler throws is skipped.
 #pragma once
 
 #include <array>
@@ -69,6 +72,10 @@ class CommandAgent final : public Agent {
   AgentContext* context_ = nullptr;
   std::array<RecordHandler*, record_type::kMaxRoutedType> handlers_{};
   std::vector<std::pair<std::string, std::unique_ptr<Agent>>> extensions_;
+  std::vector<char> extension_stopped_;  // per extension, 1 once its do_work threw
+  // Offers one record to its handler; a throw skips the record (reported, counted).
+  bool offer(RecordHandler& handler, std::int32_t type, const std::byte* payload, std::int32_t length);
+  int run_extensions(std::uint64_t now_ns);
 };
 
 }  // namespace qpgate::engine

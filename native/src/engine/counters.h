@@ -37,6 +37,9 @@ struct alignas(64) EngineCounters {
   SingleWriterCounter to_engine_corrupt;  // 1 once a bad toEngine header was seen
   SingleWriterCounter max_cycle_ns;       // longest duty cycle that did work (Aeron's duty cycle tracker)
   SingleWriterCounter cycles_over_threshold;  // work cycles longer than the threshold (1 ms default)
+  SingleWriterCounter task_errors;        // run_on_engine tasks that threw (their caller got the exception)
+  SingleWriterCounter agent_errors;       // exceptions out of an agent's do_work or a record handler
+  SingleWriterCounter agents_stopped;     // agents stopped because their do_work threw
 };
 
 }  // namespace qpgate::engine

@@ -69,6 +69,9 @@ void Engine::start() {
   if (running_) return;
   parker_ = std::make_unique<Parker>();
   counters_ = std::make_unique<EngineCounters>();
+  faults_ = std::make_unique<AgentFaults>();
+  cycle_times_ = std::make_unique<metrics::LatencyHistogram>();
+  agent_stopped_.assign(agents_.size(), 0);
   notifies_.store(0, std::memory_order_relaxed);
   stop_requested_.store(false);
   wake_owed_ = false;
@@ -130,7 +133,7 @@ void Engine::run(std::promise<std::string>& ready) {
     accepting_ = false;
   }
   run_commands();
-  for (auto& agent : agents_) agent->on_close();
+  for (auto& agent : agents_) on_close_guarded(*agent, context_);
   engine_thread_id_.store(std::thread::id{});
 }
 
@@ -174,6 +177,7 @@ int Engine::run_commands() {
       (*command->fn)();
       command->done.set_value();
     } catch (...) {
+      counters_->task_errors.add();
       command->done.set_exception(std::current_exception());
     }
   }
@@ -236,7 +240,7 @@ std::string Engine::set_up_on_engine_thread() {
   // 3. Agents.
   to_engine_ = SpscConsumer(to_engine_mem_.view);
   from_engine_ = SpscProducer(from_engine_mem_.view);
-  context_ = AgentContext{&to_engine_, &from_engine_, parker_.get(), counters_.get()};
+  context_ = AgentContext{&to_engine_, &from_engine_, parker_.get(), counters_.get(), faults_.get()};
   for (auto& agent : agents_) agent->on_start(context_);
   return "";
 }
@@ -251,7 +255,7 @@ void Engine::duty_cycle_loop() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     const std::uint64_t start = monotonic_ns();
     int work = run_commands();
-    for (auto& agent : agents_) work += agent->do_work(start);
+    for (std::size_t i = 0; i < agents_.size(); ++i) work += run_agent(i, start);
     // One tail store for everything the agents produced this cycle, and at
     // most one JS wake-up for it.
     if (from_engine_.publish() || wake_owed_) deliver_js_wake();
@@ -259,12 +263,21 @@ void Engine::duty_cycle_loop() {
     if (work > 0) {
       const std::uint64_t took = monotonic_ns() - start;
       counters.max_cycle_ns.raise_to(took);
+      cycle_times_->record(took);
       if (took > threshold) counters.cycles_over_threshold.add();
     } else {
       counters.idle_cycles.add();
     }
     idle.idle(work);
   }
+}
+
+int Engine::run_agent(std::size_t index, std::uint64_t now_ns) {
+  if (agent_stopped_[index] != 0) return 0;
+  const int work = do_work_guarded(*agents_[index], now_ns, context_);
+  if (work >= 0) return work;
+  agent_stopped_[index] = 1;
+  return 1;  // the fault was work: no park on it
 }
 
 void Engine::deliver_js_wake() {
@@ -332,6 +345,10 @@ EngineStats Engine::stats() const {
   s.to_engine_corrupt = c.to_engine_corrupt.get() != 0;
   s.max_cycle_ns = c.max_cycle_ns.get();
   s.cycles_over_threshold = c.cycles_over_threshold.get();
+  s.task_errors = c.task_errors.get();
+  s.agent_errors = c.agent_errors.get();
+  s.agents_stopped = c.agents_stopped.get();
+  s.faults = faults_->list();
   s.to_engine_capacity = config_.to_engine_capacity;
   s.from_engine_capacity = config_.from_engine_capacity;
   if (to_engine_mem_) s.to_engine_used = to_engine_mem_.view.used();

@@ -26,6 +26,7 @@
 #include "agent.h"
 #include "counters.h"
 #include "idle_strategy.h"
+#include "metrics/latency_histogram.h"
 #include "node_buffer.h"
 #include "parker.h"
 #include "placement.h"
@@ -73,6 +74,10 @@ struct EngineStats {
   bool to_engine_corrupt = false;
   std::uint64_t max_cycle_ns = 0;
   std::uint64_t cycles_over_threshold = 0;
+  std::uint64_t task_errors = 0;       // run_on_engine tasks that threw
+  std::uint64_t agent_errors = 0;      // exceptions out of agents and record handlers (agent_faults.h)
+  std::uint64_t agents_stopped = 0;    // agents no longer run because their do_work threw
+  std::vector<AgentFault> faults;      // the first AgentFaults::kMaxKept of them, described
   std::int64_t to_engine_used = 0;     // bytes published, not yet consumed
   std::int64_t to_engine_capacity = 0;
   std::int64_t from_engine_used = 0;
@@ -105,6 +110,10 @@ class Engine final : private ParkSite {
   // Valid once start() has returned (kept after stop()).
   const PlacementReport& placement() const { return report_; }
   EngineStats stats() const;
+  // How long each duty cycle that did work took, ns (reset by start()). Any
+  // thread: a reader diffs two copies to see the cycles of a window (e.g.
+  // while a feed was added), which the all-time max_cycle_ns cannot show.
+  const metrics::LatencyHistogram& cycle_times() const { return *cycle_times_; }
 
   // Empty when not running.
   RingMemory to_engine_ring() const { return to_engine_mem_; }
@@ -117,7 +126,8 @@ class Engine final : private ParkSite {
   const EngineConfig& config() const { return config_; }
 
   // Control path (rare, not the data path): runs `fn` on the engine thread
-  // and returns once it has run, rethrowing what it threw. The engine drains
+  // and returns once it has run, rethrowing what it threw (std::bad_alloc
+  // included; counted as task_errors: the engine goes on). The engine drains
   // these at the top of each duty cycle; the doorbell is rung so a parked
   // engine runs it at once. Runs `fn` inline when the engine is not running
   // (nothing else touches the agents then) or when called from the engine
@@ -134,6 +144,8 @@ class Engine final : private ParkSite {
   void run(std::promise<std::string>& ready);
   std::string set_up_on_engine_thread();
   void duty_cycle_loop();
+  // One agent's turn in the duty cycle; an agent that threw is stopped (agent_faults.h).
+  int run_agent(std::size_t index, std::uint64_t now_ns);
   void deliver_js_wake();
   void park(std::int64_t timeout_ns) override;
   void release_buffers();
@@ -152,6 +164,9 @@ class Engine final : private ParkSite {
   SpscProducer from_engine_;
   AgentContext context_;
   std::unique_ptr<EngineCounters> counters_ = std::make_unique<EngineCounters>();
+  std::unique_ptr<AgentFaults> faults_ = std::make_unique<AgentFaults>();
+  std::unique_ptr<metrics::LatencyHistogram> cycle_times_ = std::make_unique<metrics::LatencyHistogram>();
+  std::vector<char> agent_stopped_;  // engine thread: per agent, 1 once its do_work threw
   std::atomic<std::uint64_t> notifies_{0};
   bool wake_owed_ = false;  // engine thread: took the wake duty, TSFN refused; retry
   PlacementReport report_;

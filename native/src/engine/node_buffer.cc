@@ -176,6 +176,32 @@ NodeBuffer::NodeBuffer(const BufferOptions& options) : size_(options.size) {
 #endif
 }
 
+PreferredNodeScope::PreferredNodeScope(int numa_node) {
+#ifdef QPGATE_HAVE_NUMA
+  if (numa_node < 0 || numa_available() == -1) return;
+  const std::size_t bits = 8 * sizeof(unsigned long);
+  const std::size_t nodes = static_cast<std::size_t>(numa_max_possible_node()) + 1;
+  if (static_cast<std::size_t>(numa_node) >= nodes) return;
+  const std::size_t words = (nodes + bits - 1) / bits;
+  old_mask_.assign(words, 0);
+  if (get_mempolicy(&old_mode_, old_mask_.data(), words * bits, nullptr, 0) != 0) return;
+  std::vector<unsigned long> mask(words, 0);
+  mask[static_cast<std::size_t>(numa_node) / bits] |= 1UL << (static_cast<std::size_t>(numa_node) % bits);
+  applied_ = set_mempolicy(MPOL_PREFERRED, mask.data(), words * bits + 1) == 0;
+#else
+  (void)numa_node;
+#endif
+}
+
+PreferredNodeScope::~PreferredNodeScope() {
+#ifdef QPGATE_HAVE_NUMA
+  if (!applied_) return;
+  const std::size_t bits = 8 * sizeof(unsigned long);
+  const bool default_policy = old_mode_ == MPOL_DEFAULT;
+  (void)set_mempolicy(old_mode_, default_policy ? nullptr : old_mask_.data(), default_policy ? 0 : old_mask_.size() * bits + 1);
+#endif
+}
+
 NodeBuffer::~NodeBuffer() {
   if (data_ != nullptr) munmap(data_, mapped_);
 }

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace qpgate::engine {
 
@@ -71,6 +72,25 @@ class NodeBuffer {
   std::string page_reason_;
   bool node_bound_ = false;
   std::string node_reason_;
+};
+
+// For the calling thread, while the scope lives: pages it first touches go
+// preferably to `numa_node` (set_mempolicy MPOL_PREFERRED); the thread's own
+// policy is restored after. Memory allocated and touched off the engine
+// thread (a feed's rings, reserved by the JS thread) so still lands on the
+// engine's node. numa_node -1, or no libnuma: changes nothing.
+class PreferredNodeScope {
+ public:
+  explicit PreferredNodeScope(int numa_node);
+  ~PreferredNodeScope();
+  PreferredNodeScope(const PreferredNodeScope&) = delete;
+  PreferredNodeScope& operator=(const PreferredNodeScope&) = delete;
+  bool applied() const { return applied_; }
+
+ private:
+  bool applied_ = false;
+  int old_mode_ = 0;
+  std::vector<unsigned long> old_mask_;
 };
 
 // True when built with libnuma and the kernel supports NUMA policy.

@@ -86,9 +86,16 @@ int FeedAgent::do_work(std::uint64_t now_ns) {
 }
 
 verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config) {
+  auto memory = reserve(config);
+  if (!memory.ok()) return memory.error();
+  return add_publisher(device, config, std::move(memory).value());
+}
+
+verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config,
+                                                      PublisherReservation memory) {
   PublisherConfig c = config;
   if (c.previous_session == 0) c.previous_session = last_session_;
-  auto p = Publisher::create(device, c, engine::monotonic_ns());
+  auto p = Publisher::create(device, c, std::move(memory), engine::monotonic_ns());
   if (!p.ok()) return p.error();
   last_session_ = p.value()->session();
   const std::uint32_t id = next_id_++;
@@ -97,10 +104,16 @@ verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, con
 }
 
 bool FeedAgent::remove_publisher(std::uint32_t id) {
+  PublisherReservation released;  // freed here: callers that care use the other overload
+  return remove_publisher(id, released);
+}
+
+bool FeedAgent::remove_publisher(std::uint32_t id, PublisherReservation& released) {
   auto it = std::find_if(publishers_.begin(), publishers_.end(), [&](const auto& e) { return e.first == id; });
   if (it == publishers_.end()) return false;
   const std::uint64_t now = engine::monotonic_ns();
   it->second->close(now);
+  released = it->second->release_channel_memory();
   if (context_ != nullptr) closing_.push_back(Closing{std::move(it->second), now + kCloseTimeoutNs});
   publishers_.erase(it);
   return true;

@@ -50,10 +50,17 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   void on_close() override;
   bool on_record(std::int32_t type, const std::byte* payload, std::int32_t length) override;
 
-  // Engine thread. Ids are never reused within an agent.
+  // Engine thread. Ids are never reused within an agent. `memory` is
+  // reserve(config), made on another thread: adding costs the duty cycle the
+  // verbs objects and a pointer hand-off. Without it, reserves here (tests).
+  verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config,
+                                             PublisherReservation memory);
   verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config);
   // Sends END_OF_SESSION and frees the publisher once its frames left (or 1 s).
   bool remove_publisher(std::uint32_t id);
+  // Likewise, and hands its rings and snapshot stores to `released`, for the
+  // caller to free off the engine thread.
+  bool remove_publisher(std::uint32_t id, PublisherReservation& released);
   verbs::Result<std::uint32_t> add_subscriber(verbs::Device& device, SubscriberConfig config);
   bool remove_subscriber(std::uint32_t id);
 

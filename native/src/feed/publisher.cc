@@ -1,22 +1,29 @@
 #include "feed/publisher.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <new>
 #include <string>
 
 #include "engine/clock.h"
+#include "engine/node_buffer.h"
 
 namespace qpgate::feed {
 
 struct Publisher::Channel {
-  Channel(const PublisherChannelConfig& c, std::uint32_t session, PublisherChannelCounters& channel_counters)
-      : config(c), seq(c.id, session), packer(c.frame_bytes), ring(c.ring), snapshot(c.id, session, c.snapshot),
-        counters(channel_counters) {}
+  Channel(const PublisherChannelConfig& c, std::uint32_t session, PublisherReservation::Channel& memory,
+          PublisherChannelCounters& channel_counters)
+      : config(c), seq(c.id, session), packer(c.frame_bytes), ring(std::move(memory.ring)),
+        snapshot(std::move(memory.snapshot)), counters(channel_counters) {
+    snapshot->reset(session);  // reserved before the session was drawn; no slot used yet
+  }
   PublisherChannelConfig config;
   ChannelSequence seq;
   FramePacker packer;
-  RetransmitRing ring;
-  SnapshotStore snapshot;
+  std::unique_ptr<RetransmitRing> ring;     // null once release_channel_memory() took it
+  std::unique_ptr<SnapshotStore> snapshot;  // likewise
   PublisherChannelCounters& counters;
   verbs::AddressHandle* ah[2] = {nullptr, nullptr};
   std::uint64_t last_send_ns = 0;
@@ -49,20 +56,148 @@ std::string validate(const PublisherConfig& c) {
   return "";
 }
 
-verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
-                                                            std::uint64_t now_ns) {
-  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
+namespace {
+
+std::size_t send_slot_size(const PublisherConfig& config) {
   std::size_t slot_bytes = 0;
   for (const auto& ch : config.channels) slot_bytes = std::max(slot_bytes, ch.frame_bytes);
-  slot_bytes = (slot_bytes + 63) & ~std::size_t{63};
+  return (slot_bytes + 63) & ~std::size_t{63};
+}
+
+bool reservation_fits(const PublisherConfig& config, const PublisherReservation& m) {
+  if (m.channels.size() != config.channels.size() || m.send_slots.size() != send_slot_bytes(config)) return false;
+  for (const auto& c : m.channels) {
+    if (c.ring == nullptr || c.snapshot == nullptr) return false;
+  }
+  return true;
+}
+
+// Runs `make` (an allocation), turning std::bad_alloc into an ENOMEM naming `what`.
+template <typename Make>
+verbs::Status reserve_part(const std::string& what, std::size_t bytes, Make&& make) {
+  try {
+    make();
+    return {};
+  } catch (const std::bad_alloc& e) {
+    return verbs::Error{ENOMEM, "feed publisher: " + what + ": out of memory reserving " + format_bytes(bytes) + " (" +
+                                    e.what() + ")"};
+  }
+}
+
+std::uint64_t read_u64_file(const char* path, bool* ok) {
+  std::FILE* f = std::fopen(path, "r");
+  *ok = false;
+  if (f == nullptr) return 0;
+  unsigned long long v = 0;
+  *ok = std::fscanf(f, "%llu", &v) == 1;  // "max" reads as not ok: no limit
+  std::fclose(f);
+  return v;
+}
+
+std::size_t mem_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return SIZE_MAX;
+  char line[256];
+  std::size_t kb = SIZE_MAX;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long long v = 0;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &v) == 1) {
+      kb = static_cast<std::size_t>(v);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb == SIZE_MAX ? SIZE_MAX : kb * 1024;
+}
+
+}  // namespace
+
+std::size_t reserved_bytes(const PublisherChannelConfig& ch) {
+  return RetransmitRing::reserved_bytes(ch.ring) + SnapshotStore::reserved_bytes(ch.snapshot);
+}
+
+std::size_t send_slot_bytes(const PublisherConfig& config) { return send_slot_size(config) * config.send_slots; }
+
+std::size_t reserved_bytes(const PublisherConfig& config) {
+  std::size_t total = send_slot_bytes(config);
+  for (const auto& ch : config.channels) total += reserved_bytes(ch);
+  return total;
+}
+
+std::string format_bytes(std::size_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes) / 1024;
+  std::size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", v, kUnits[unit]);
+  return text;
+}
+
+std::size_t available_memory_bytes() {
+  std::size_t available = mem_available_bytes();
+  bool max_ok = false;
+  bool current_ok = false;
+  const std::uint64_t max = read_u64_file("/sys/fs/cgroup/memory.max", &max_ok);
+  const std::uint64_t current = read_u64_file("/sys/fs/cgroup/memory.current", &current_ok);
+  if (max_ok && current_ok) available = std::min<std::size_t>(available, max > current ? max - current : 0);
+  return available;
+}
+
+verbs::Result<PublisherReservation> reserve(const PublisherConfig& config, int numa_node) {
+  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
+  const std::size_t wanted = reserved_bytes(config);
+  if (const std::size_t available = available_memory_bytes(); wanted > available) {
+    return verbs::Error{ENOMEM, "feed publisher: reserving " + format_bytes(wanted) + " but the host has " +
+                                    format_bytes(available) + " available (MemAvailable, cgroup memory.max)"};
+  }
+  const engine::PreferredNodeScope on_node(numa_node);  // every page below is touched while it holds
+  PublisherReservation m;
+  m.channels.resize(config.channels.size());
+  for (std::size_t i = 0; i < config.channels.size(); ++i) {
+    const PublisherChannelConfig& ch = config.channels[i];
+    const std::string name = "channel " + std::to_string(ch.id);
+    verbs::Status st = reserve_part(name + ": the retransmission ring", RetransmitRing::reserved_bytes(ch.ring),
+                                    [&] { m.channels[i].ring = std::make_unique<RetransmitRing>(ch.ring); });
+    if (st.ok()) {
+      st = reserve_part(name + ": the snapshot store", SnapshotStore::reserved_bytes(ch.snapshot),
+                        [&] { m.channels[i].snapshot = std::make_unique<SnapshotStore>(ch.id, 0, ch.snapshot); });
+    }
+    if (!st.ok()) return st.error();
+  }
+  const std::size_t send = send_slot_bytes(config);
+  if (verbs::Status st = reserve_part("the send slots", send, [&] { m.send_slots.assign(send, 0); }); !st.ok()) {
+    return st.error();
+  }
+  return m;
+}
+
+verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
+                                                            std::uint64_t now_ns) {
+  auto memory = reserve(config);
+  if (!memory.ok()) return memory.error();
+  return create(device, config, std::move(memory).value(), now_ns);
+}
+
+verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
+                                                            PublisherReservation memory, std::uint64_t now_ns) {
+  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
+  if (!reservation_fits(config, memory)) {
+    return verbs::Error{EINVAL, "feed publisher: the reservation was not made for this config (reserve(config))"};
+  }
+  const std::size_t slot_bytes = send_slot_size(config);
   UdEndpointConfig ec;
   ec.buffer_bytes = slot_bytes * config.send_slots;
   ec.send_wr = config.send_slots * 2;
   ec.recv_wr = 1;
   ec.qkey = config.qkey;
-  auto ep = make_ud_endpoint(device, ec);
+  auto ep = make_ud_endpoint(device, ec, std::move(memory.send_slots));
   if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
-  std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), now_ns));
+  std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), memory, now_ns));
   p->slot_bytes_ = slot_bytes;
   for (auto& c : p->channels_) {
     const std::uint32_t groups[2] = {c->config.group_a, c->config.group_b};
@@ -80,15 +215,18 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
   return p;
 }
 
-Publisher::Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, std::uint64_t now_ns)
+Publisher::Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, PublisherReservation& memory,
+                     std::uint64_t now_ns)
     : config_(config), ep_(std::move(ep)), stats_(std::make_shared<PublisherStats>(config.channels.size())) {
   session_ = new_session_id(config.previous_session);
   stats_->session.set(session_);
+  stats_->reserved_bytes.set(reserved_bytes(config));
   for (std::size_t i = 0; i < config.channels.size(); ++i) {
     PublisherChannelCounters& counters = stats_->channels[i];
     counters.id = config.channels[i].id;
     counters.next_seq.set(1);
-    auto c = std::make_unique<Channel>(config.channels[i], session_, counters);
+    counters.reserved_bytes.set(reserved_bytes(config.channels[i]));
+    auto c = std::make_unique<Channel>(config.channels[i], session_, memory.channels[i], counters);
     c->packer.start(c->config.id, session_);
     c->last_send_ns = now_ns;
     channels_.push_back(std::move(c));
@@ -118,12 +256,19 @@ const Publisher::Channel* Publisher::find(std::uint16_t id) const {
 
 const RetransmitRing* Publisher::ring(std::uint16_t channel) const {
   const Channel* c = find(channel);
-  return c == nullptr ? nullptr : &c->ring;
+  return c == nullptr ? nullptr : c->ring.get();
 }
 
 const SnapshotStore* Publisher::snapshot(std::uint16_t channel) const {
   const Channel* c = find(channel);
-  return c == nullptr ? nullptr : &c->snapshot;
+  return c == nullptr ? nullptr : c->snapshot.get();
+}
+
+PublisherReservation Publisher::release_channel_memory() {
+  PublisherReservation m;
+  if (!closed_) return m;
+  for (auto& c : channels_) m.channels.push_back({std::move(c->ring), std::move(c->snapshot)});
+  return m;
 }
 
 std::size_t Publisher::slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const {
@@ -212,14 +357,14 @@ void Publisher::send_data_frame(Channel& c, std::uint64_t now_ns) {
   const std::uint64_t first = c.seq.claim(c.packer.message_count());
   const auto frame = c.packer.finish(first, engine::realtime_ns());
   send_frame(c, frame, now_ns);
-  c.ring.append(frame);
-  c.snapshot.apply_frame(ParsedFrame(frame));
+  c.ring->append(frame);
+  c.snapshot->apply_frame(ParsedFrame(frame));
   c.counters.frames.add();
   c.counters.messages.add(c.packer.message_count());
   c.counters.bytes.add(frame.size());
   c.counters.next_seq.set(c.seq.next());
-  c.counters.ring_frames.set(c.ring.frames());
-  c.counters.snapshot_slots.set(c.snapshot.slots_used());
+  c.counters.ring_frames.set(c.ring->frames());
+  c.counters.snapshot_slots.set(c.snapshot->slots_used());
   // The records whose last message is in this frame are posted with it.
   for (std::size_t i = 0; i < c.stamp_count; ++i) {
     if (stamp_count_ == kMaxStamps) post();

@@ -24,6 +24,13 @@
 // LatencyHistogram (no allocation). Counters and the histogram live in a
 // PublisherStats shared with readers on other threads.
 //
+// Memory: everything large a publisher holds — each channel's
+// retransmission ring and snapshot store, the registered send slots — is
+// allocated and touched by reserve() on the caller's thread (the JS thread in
+// the gateway) and handed to create() on the engine thread, which only takes
+// the pointers. reserved_bytes() says what reserve() allocates; the gateway's
+// memory budgets (feeds.memoryBudgetBytes) are counted in it.
+//
 // One thread: the engine thread (or a test's loop). No locks.
 #pragma once
 
@@ -65,8 +72,42 @@ struct PublisherConfig {
 // Empty when usable, else what is wrong.
 std::string validate(const PublisherConfig& config);
 
+// What reserve() allocates for one channel: its retransmission ring
+// (ring.max_bytes + 16 B per ring.max_frames) and snapshot store (64 B +
+// slot_bytes per slot + one staging slot).
+std::size_t reserved_bytes(const PublisherChannelConfig& channel);
+// The registered send slots: send_slots x the largest frame size rounded up to 64.
+std::size_t send_slot_bytes(const PublisherConfig& config);
+// Every channel's plus the send slots.
+std::size_t reserved_bytes(const PublisherConfig& config);
+
+// A publisher's memory, allocated and every page touched, not yet in use.
+struct PublisherReservation {
+  struct Channel {
+    std::unique_ptr<RetransmitRing> ring;
+    std::unique_ptr<SnapshotStore> snapshot;
+  };
+  std::vector<Channel> channels;  // in config order
+  std::vector<std::uint8_t> send_slots;
+};
+
+// Any thread; the pages go preferably to `numa_node` (the engine's; -1: the
+// caller's first touch decides). Errors (ENOMEM), with nothing left allocated: the host has
+// less memory available than reserved_bytes(config) (MemAvailable, or the
+// cgroup's memory.max), or an allocation failed — the message names the
+// channel and the part ("feed publisher: channel 3: out of memory reserving
+// the retransmission ring (64.0 MiB): std::bad_alloc").
+verbs::Result<PublisherReservation> reserve(const PublisherConfig& config, int numa_node = -1);
+
+// Bytes the host can still give this process: MemAvailable, capped by the
+// cgroup v2 memory.max - memory.current when there is one; SIZE_MAX if unknown.
+std::size_t available_memory_bytes();
+// "64.0 MiB", "512 B".
+std::string format_bytes(std::size_t bytes);
+
 struct PublisherChannelCounters {
   std::uint16_t id = 0;
+  engine::SingleWriterCounter reserved_bytes;  // reserved_bytes(channel config), set once
   engine::SingleWriterCounter frames;       // data frames sent (each on every line)
   engine::SingleWriterCounter messages;
   engine::SingleWriterCounter bytes;        // frame bytes, counted once per frame
@@ -81,6 +122,7 @@ struct PublisherStats {
   explicit PublisherStats(std::size_t channel_count) : channels(channel_count) {}
   std::vector<PublisherChannelCounters> channels;  // in config order
   engine::SingleWriterCounter session;
+  engine::SingleWriterCounter reserved_bytes;    // reserved_bytes(config): channels and send slots, set once
   engine::SingleWriterCounter records;           // PUBLISH calls accepted
   engine::SingleWriterCounter rejected_records;  // malformed or for an unknown channel
   engine::SingleWriterCounter retries;           // refused for lack of send slots (back-pressure)
@@ -94,6 +136,10 @@ enum class PublishStatus : std::uint8_t { kOk, kRetry, kUnknownChannel, kMalform
 
 class Publisher {
  public:
+  // Engine thread: takes `memory` (from reserve(config)) and makes the verbs objects.
+  static verbs::Result<std::unique_ptr<Publisher>> create(verbs::Device& device, const PublisherConfig& config,
+                                                          PublisherReservation memory, std::uint64_t now_ns);
+  // Reserves on the calling thread first (tests, tools).
   static verbs::Result<std::unique_ptr<Publisher>> create(verbs::Device& device, const PublisherConfig& config,
                                                           std::uint64_t now_ns);
   ~Publisher();
@@ -111,6 +157,9 @@ class Publisher {
   // the owner keeps calling do_work until drained() before destroying it.
   void close(std::uint64_t now_ns);
   bool drained() const { return free_slots_ == slots_.size() && wr_count_ == 0; }
+  // After close(): gives up the channels' rings and snapshot stores (nothing
+  // reads them once closed), so the owner frees them off the engine thread.
+  PublisherReservation release_channel_memory();
 
   // Fault injection (tests, drills): bit 0 = send on line A, bit 1 = on B.
   // A line left out misses those frames for good (sequences still advance).
@@ -128,7 +177,8 @@ class Publisher {
 
  private:
   struct Channel;
-  Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, std::uint64_t now_ns);
+  Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, PublisherReservation& memory,
+            std::uint64_t now_ns);
   Channel* find(std::uint16_t id);
   const Channel* find(std::uint16_t id) const;
   void send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns);

@@ -12,6 +12,10 @@ RetransmitRing::RetransmitRing(RetransmitConfig config)
       data_(std::max<std::size_t>(config.max_bytes, 1)),
       entries_(std::max<std::size_t>(config.max_frames, 1)) {}
 
+std::size_t RetransmitRing::reserved_bytes(const RetransmitConfig& c) {
+  return std::max<std::size_t>(c.max_bytes, 1) + std::max<std::size_t>(c.max_frames, 1) * sizeof(Entry);
+}
+
 void RetransmitRing::clear() {
   head_ = count_ = bytes_ = write_ = 0;
   next_seq_ = 0;

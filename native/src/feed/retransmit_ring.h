@@ -56,7 +56,12 @@ struct RangeLookup {
 
 class RetransmitRing {
  public:
+  // Allocates (and so touches: zeroed) all of it: max_bytes of frames and
+  // max_frames entries. Throws std::bad_alloc.
   explicit RetransmitRing(RetransmitConfig config = {});
+  // What the constructor allocates for `config`.
+  static std::size_t reserved_bytes(const RetransmitConfig& config);
+  std::size_t reserved_bytes() const { return data_.size() + entries_.size() * sizeof(Entry); }
 
   // Keeps a copy of a sequenced frame just multicast (validated by parse_frame).
   AppendResult append(std::span<const std::uint8_t> frame);

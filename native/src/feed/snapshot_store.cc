@@ -55,10 +55,10 @@ SnapshotStore::SnapshotStore(std::uint16_t channel, std::uint32_t session, Snaps
       slot_bytes_(L::valid_slot_bytes(config.slot_bytes) ? config.slot_bytes : L::kDefaultSlotBytes),
       slot_count_(std::max<std::size_t>(config.slot_count, 1)),
       region_bytes_(L::kRegionHeaderBytes + slot_bytes_ * slot_count_),
-      base_(static_cast<std::uint8_t*>(::operator new(region_bytes_, std::align_val_t{64}))),
-      staging_(new std::uint64_t[slot_bytes_ / 8]) {
+      staging_(new std::uint64_t[slot_bytes_ / 8]),
+      index_(slot_count_),
+      base_(static_cast<std::uint8_t*>(::operator new(region_bytes_, std::align_val_t{64}))) {
   std::memset(base_, 0, region_bytes_);
-  index_.reserve(std::min<std::size_t>(slot_count_, 4096));
   std::uint8_t h[16] = {};
   store_le(h + L::kMagicOffset, L::kMagic);
   store_le(h + L::kLayoutVersionOffset, L::kLayoutVersion);
@@ -67,6 +67,12 @@ SnapshotStore::SnapshotStore(std::uint16_t channel, std::uint32_t session, Snaps
   store_le(h + L::kSlotBytesOffset, static_cast<std::uint32_t>(slot_bytes_));
   std::memcpy(base_, h, sizeof h);
   store_le(base_ + L::kSlotCountOffset, static_cast<std::uint32_t>(slot_count_));
+}
+
+std::size_t SnapshotStore::reserved_bytes(const SnapshotConfig& c) {
+  const std::size_t slot = L::valid_slot_bytes(c.slot_bytes) ? c.slot_bytes : L::kDefaultSlotBytes;
+  const std::size_t count = std::max<std::size_t>(c.slot_count, 1);
+  return L::kRegionHeaderBytes + slot * count + slot + SlotIndex::table_bytes(count);
 }
 
 SnapshotStore::~SnapshotStore() { ::operator delete(base_, std::align_val_t{64}); }
@@ -125,18 +131,21 @@ ApplyResult SnapshotStore::apply(const Message& m) {
     return ApplyResult::kTooLarge;
   }
   const std::uint64_t key = pack_key(m.header.type(), m.instrument_id(), m.key());
-  auto it = index_.find(key);
-  bool fresh = false;
-  if (it == index_.end()) {
+  const std::uint32_t* found = index_.find(key);
+  const bool fresh = found == nullptr;
+  std::size_t slot = 0;
+  if (fresh) {
     if (index_.size() == slot_count_) {
       ++counters_.full;
       return ApplyResult::kFull;
     }
-    it = index_.emplace(key, static_cast<std::uint32_t>(index_.size())).first;
-    fresh = true;
-  } else if (load_word(words(it->second) + 1) >= m.seq) {
+    slot = index_.size();
+    index_.insert(key, static_cast<std::uint32_t>(slot));
+  } else if (load_word(words(*found) + 1) >= m.seq) {
     ++counters_.stale;
     return ApplyResult::kStale;
+  } else {
+    slot = *found;
   }
 
   // The slot image from offset 8 up to the trailer, built off to the side.
@@ -151,7 +160,6 @@ ApplyResult SnapshotStore::apply(const Message& m) {
   store_le(img + (L::kMessageLengthOffset - 8), static_cast<std::uint16_t>(m.bytes.size()));
   std::memcpy(img + (L::kSlotHeaderBytes - 8), m.bytes.data(), m.bytes.size());
 
-  const std::size_t slot = it->second;
   write_begin(slot);
   write_payload(slot, {staging_.get(), n});
   write_end(slot);

@@ -24,9 +24,8 @@
 #include <memory>
 #include <span>
 #include <string_view>
-#include <unordered_map>
-
 #include "feed/frame.h"
+#include "feed/slot_index.h"
 
 namespace qpgate::feed {
 
@@ -118,7 +117,12 @@ enum class ApplyResult : std::uint8_t {
 
 class SnapshotStore {
  public:
+  // Allocates and zeroes the region (every page touched). Throws std::bad_alloc.
   SnapshotStore(std::uint16_t channel, std::uint32_t session, SnapshotConfig config = {});
+  // What the constructor allocates for `config`: the region, one staging
+  // slot and the index (apply() never allocates).
+  static std::size_t reserved_bytes(const SnapshotConfig& config);
+  std::size_t reserved_bytes() const { return region_bytes_ + slot_bytes_ + SlotIndex::table_bytes(slot_count_); }
   ~SnapshotStore();
   SnapshotStore(const SnapshotStore&) = delete;
   SnapshotStore& operator=(const SnapshotStore&) = delete;
@@ -169,9 +173,9 @@ class SnapshotStore {
   std::size_t slot_bytes_;
   std::size_t slot_count_;
   std::size_t region_bytes_;
-  std::uint8_t* base_;  // 64-byte aligned, zeroed
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // packed key → slot
   std::unique_ptr<std::uint64_t[]> staging_;                // one slot image, built before the seqlock write
+  SlotIndex index_;  // packed key → slot
+  std::uint8_t* base_;  // 64-byte aligned, zeroed; allocated last, so a throw before it leaks nothing
   Counters counters_;
 };
 

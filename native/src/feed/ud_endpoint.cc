@@ -6,7 +6,8 @@ namespace qpgate::feed {
 
 verbs::Gid group_gid(std::uint32_t group_host) { return verbs::Gid::from_ipv4(group_host); }
 
-verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& device, const UdEndpointConfig& c) {
+verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& device, const UdEndpointConfig& c,
+                                                            std::vector<std::uint8_t> buffer) {
   auto ep = std::make_unique<UdEndpoint>();
   auto pd = device.alloc_pd();
   if (!pd.ok()) return pd.error();
@@ -14,7 +15,11 @@ verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& devic
   auto cq = device.create_cq(c.send_wr + c.recv_wr + 16, 0);
   if (!cq.ok()) return cq.error();
   ep->cq = std::move(cq).value();
-  ep->buffer.assign(c.buffer_bytes, 0);
+  if (buffer.size() == c.buffer_bytes) {
+    ep->buffer = std::move(buffer);
+  } else {
+    ep->buffer.assign(c.buffer_bytes, 0);
+  }
   auto mr = ep->pd->reg_mr(ep->buffer.data(), ep->buffer.size(), verbs::Access::LOCAL_WRITE);
   if (!mr.ok()) return mr.error();
   ep->mr = std::move(mr).value();

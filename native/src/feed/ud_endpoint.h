@@ -41,7 +41,10 @@ struct UdEndpointConfig {
   std::uint32_t qkey = kFeedQkey;
 };
 
-verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& device, const UdEndpointConfig& config);
+// `buffer`: memory allocated beforehand (off the engine thread) of
+// config.buffer_bytes; otherwise the buffer is allocated here.
+verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& device, const UdEndpointConfig& config,
+                                                            std::vector<std::uint8_t> buffer = {});
 
 // A group's MGID (::ffff:a.b.c.d) from a host-order IPv4 multicast address.
 verbs::Gid group_gid(std::uint32_t group_host);

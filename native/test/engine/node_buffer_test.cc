@@ -10,6 +10,11 @@
 #include "engine/engine.h"
 #include "engine/node_buffer.h"
 
+#ifdef QPGATE_HAVE_NUMA
+#include <numaif.h>
+#endif
+#include <vector>
+
 namespace qpgate::engine {
 namespace {
 
@@ -91,3 +96,39 @@ TEST(NodeBuffer, WhenHugePagesAreReservedTheEngineReportsUsingThem) {
 
 }  // namespace
 }  // namespace qpgate::engine
+
+#ifdef QPGATE_HAVE_NUMA
+namespace qpgate::engine {
+namespace {
+
+int current_policy() {
+  int mode = -1;
+  unsigned long mask[16] = {};
+  EXPECT_EQ(get_mempolicy(&mode, mask, sizeof mask * 8, nullptr, 0), 0);
+  return mode;
+}
+
+// A feed's rings are reserved by the JS thread: while they are touched, that
+// thread prefers the engine's node; afterwards it has its own policy again.
+TEST(PreferredNodeScope, PrefersTheNodeWhileItLivesAndRestoresThePolicyAfter) {
+  if (!libnuma_available()) GTEST_SKIP() << "no NUMA support in this kernel";
+  const int before = current_policy();
+  {
+    const PreferredNodeScope scope(0);
+    ASSERT_TRUE(scope.applied());
+    EXPECT_EQ(current_policy(), MPOL_PREFERRED);
+    std::vector<unsigned char> touched(1 << 20, 1);
+    void* page = touched.data();
+    int node = -1;
+    ASSERT_EQ(get_mempolicy(&node, nullptr, 0, page, MPOL_F_NODE | MPOL_F_ADDR), 0);
+    EXPECT_EQ(node, 0);
+  }
+  EXPECT_EQ(current_policy(), before);
+  const PreferredNodeScope none(-1);
+  EXPECT_FALSE(none.applied());
+  EXPECT_EQ(current_policy(), before);
+}
+
+}  // namespace
+}  // namespace qpgate::engine
+#endif

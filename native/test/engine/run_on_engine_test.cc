@@ -3,34 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <new>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "engine/engine.h"
+#include "test_agents.h"
 
 namespace qpgate::engine {
 namespace {
 
-EngineConfig quiet_config() {
-  EngineConfig c;
-  c.to_engine_capacity = 1 << 16;
-  c.from_engine_capacity = 1 << 16;
-  c.huge_pages = false;
-  return c;
-}
-
-// Counts its duty cycles, so a test can see that a command ran between them.
-class CountingAgent final : public Agent {
- public:
-  const char* name() const override { return "counting"; }
-  void on_start(AgentContext&) override {}
-  int do_work(std::uint64_t) override {
-    cycles.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  std::atomic<std::uint64_t> cycles{0};
-};
+using testing::CountingAgent;
+using testing::quiet_config;
 
 TEST(RunOnEngine, RunsOnTheEngineThreadAndReturnsAfterItRan) {
   Engine engine(quiet_config());
@@ -126,6 +111,25 @@ TEST(RunOnEngine, ACommandRacingStopStillRunsExactlyOnce) {
     caller.join();
     EXPECT_EQ(runs.load(), 1);
   }
+}
+
+TEST(RunOnEngine, ATaskThatRunsOutOfMemoryFailsItsCallerAndTheEngineGoesOn) {
+  auto agent = std::make_unique<CountingAgent>();
+  CountingAgent* counting = agent.get();
+  Engine engine(quiet_config());
+  engine.add_agent(std::move(agent));
+  engine.start();
+  EXPECT_THROW(engine.run_on_engine([] { throw std::bad_alloc(); }), std::bad_alloc);
+  EXPECT_THROW(engine.run_on_engine([] { throw 42; }), int);  // not even a std::exception
+  EXPECT_EQ(engine.stats().task_errors, 2u);
+  EXPECT_EQ(engine.stats().agents_stopped, 0u);  // a task's failure is its caller's, not an agent's
+  const std::uint64_t cycles = counting->cycles.load();
+  int after = 0;
+  engine.run_on_engine([&] { after = 1; });
+  EXPECT_EQ(after, 1);
+  while (counting->cycles.load() < cycles + 10) std::this_thread::yield();  // the duty cycle still turns
+  EXPECT_TRUE(engine.stats().running);
+  engine.stop();
 }
 
 }  // namespace

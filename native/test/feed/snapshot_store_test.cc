@@ -90,6 +90,28 @@ TEST(SnapshotStore, RefusesWhatItDoesNotKeepWhatDoesNotFitAndWhatIsOld) {
   EXPECT_EQ(s.apply(message(MessageType::kQuote, 2, 4, {1}).m), ApplyResult::kFull);
 }
 
+TEST(SnapshotStore, EveryReservedSlotTakesAKeyAndEachKeyFindsItsSlotAgain) {
+  // The index is allocated with the store: filling it to the last slot, then
+  // updating every key, must find each one (no key lost to a probe run).
+  constexpr std::size_t kSlots = 1000;
+  SnapshotStore s(1, 99, {.slot_bytes = 128, .slot_count = kSlots});
+  std::uint64_t seq = 1;
+  for (std::uint32_t i = 0; i < kSlots; ++i) {
+    ASSERT_EQ(s.apply(message(MessageType::kQuote, 7919 * i, seq++, {1}).m), ApplyResult::kStored) << i;
+  }
+  EXPECT_EQ(s.apply(message(MessageType::kQuote, 12345678, seq++, {1}).m), ApplyResult::kFull);
+  for (std::uint32_t i = 0; i < kSlots; ++i) {
+    ASSERT_EQ(s.apply(message(MessageType::kQuote, 7919 * i, seq++, {2}).m), ApplyResult::kStored) << i;
+  }
+  EXPECT_EQ(s.slots_used(), kSlots);
+  std::vector<std::uint8_t> out(128);
+  SlotContents c;
+  ASSERT_EQ(s.read_slot(kSlots - 1, out, &c), SlotCheck::kOk);
+  EXPECT_EQ(c.header().instrument_id(), 7919u * (kSlots - 1));
+  EXPECT_EQ(c.seq, seq - 1);
+  EXPECT_EQ(s.reserved_bytes(), SnapshotStore::reserved_bytes({.slot_bytes = 128, .slot_count = kSlots}));
+}
+
 TEST(SnapshotStore, TheRegionHeaderDescribesTheLayoutForARemoteReader) {
   SnapshotStore s(513, 0xfeedf00d, {.slot_bytes = 192, .slot_count = 10});
   s.apply(message(MessageType::kQuote, 1, 42, {1}).m);

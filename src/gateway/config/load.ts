@@ -13,6 +13,7 @@ import { FormatRegistry, Kind, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import YAML from 'yaml';
 import { GatewayConfig } from './schema.js';
+import { configBudgetProblems } from '../../feed/memory.js';
 import { validateOrdersConfig } from '../../orders/config.js';
 import { validateTokens } from '../sessions/entitlements.js';
 
@@ -201,7 +202,11 @@ function validate(config: Plain, origins: Map<string, string>): void {
       );
     }
     const origin = (key: string): string => originOf(key, origins);
-    problems.push(...validateTokens(cfg.control.tokens, origin), ...validateOrdersConfig(cfg.orders, cfg.feeds, origin));
+    problems.push(
+      ...validateTokens(cfg.control.tokens, origin),
+      ...validateOrdersConfig(cfg.orders, cfg.feeds, origin),
+      ...configBudgetProblems(cfg.feeds, origin),
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
 }

@@ -46,6 +46,7 @@ export function exportFeedMetrics(registry: Registry, feeds: FeedRegistry): void
   perChannel('gauge', 'qpgate_feed_next_sequence', 'The sequence number the next message of the channel gets.', (c) => c.nextSeq);
   perChannel('gauge', 'qpgate_feed_retransmit_ring_frames', "Frames held in the channel's retransmission ring (occupancy).", (c) => c.ringFrames);
   perChannel('gauge', 'qpgate_feed_snapshot_slots', 'Snapshot slots in use (instrument × type × level keys).', (c) => c.snapshotSlots);
+  perChannel('gauge', 'qpgate_feed_reserved_bytes', "Memory the channel's retransmission ring and snapshot store reserved when the feed started.", (c) => c.reservedBytes);
 
   const perFeed = (kind: Kind, name: string, help: string, read: (p: Publisher) => number): void =>
     family(registry, kind, name, help, ['feed'], (emit) => {
@@ -54,6 +55,15 @@ export function exportFeedMetrics(registry: Registry, feeds: FeedRegistry): void
   perFeed('counter', 'qpgate_feed_publish_records_total', 'PUBLISH records the engine accepted (one per publish() batch).', (p) => p.records);
   perFeed('counter', 'qpgate_feed_rejected_records_total', 'PUBLISH records the engine refused (malformed, unknown channel).', (p) => p.rejectedRecords);
   perFeed('counter', 'qpgate_feed_backpressure_retries_total', 'Records put back for lack of send slots (the engine retries them).', (p) => p.retries);
+  perFeed('gauge', 'qpgate_feed_send_slot_bytes', "Memory the feed's registered send slots reserved (with its channels' qpgate_feed_reserved_bytes: what the feed holds).", (p) => p.reservedBytes - p.channels.reduce((sum, c) => sum + c.reservedBytes, 0));
+  new Gauge({
+    name: 'qpgate_feeds_memory_budget_bytes',
+    help: 'What all feeds together may reserve (feeds.memoryBudgetBytes); compare with the sum of the reserved bytes.',
+    registers: [registry],
+    collect() {
+      this.set(feeds.budgets.gatewayBytes);
+    },
+  });
   perFeed('gauge', 'qpgate_feed_queued_messages', 'Messages accepted by publish() and waiting for room in the engine ring.', (p) => p.queued);
   new Counter({
     name: 'qpgate_feed_send_errors_total',

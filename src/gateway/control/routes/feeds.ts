@@ -70,6 +70,7 @@ export function feedView(e: FeedEntry) {
     createdAt: e.createdAt.toISOString(),
     running: s.running,
     session: p?.session ?? null,
+    reservedBytes: p?.reservedBytes ?? null,
     channels: cfg.channels.map((c) => ({ ...c, stats: p?.channels.find((x) => x.id === c.id) ?? null })),
     publisher: p
       ? { records: p.records, rejectedRecords: p.rejectedRecords, retries: p.retries, postErrors: p.postErrors, sendErrors: p.sendErrors, queued: p.queued }

@@ -37,6 +37,24 @@ export function createRegistry(state: GatewayState): Registry {
     'fromEngine record handlers (JS) that threw: the record was skipped for that handler, logged, and the gateway went on.',
     () => state.engine.recordHandlerErrors,
   );
+  nativeCounter(
+    'qpgate_engine_task_errors_total',
+    'Engine tasks (control operations run on the engine thread) that threw; the caller got the error, the engine went on.',
+    () => stats().taskErrors,
+  );
+  nativeCounter(
+    'qpgate_engine_agent_errors_total',
+    'Exceptions out of an engine agent or a record handler (the agent is stopped, the record skipped; see qpgate status).',
+    () => stats().agentErrors,
+  );
+  new Gauge({
+    name: 'qpgate_engine_agents_stopped',
+    help: 'Engine agents no longer run because they threw; the others go on.',
+    registers: [registry],
+    collect() {
+      this.set(stats().agentsStopped);
+    },
+  });
   new Counter({
     name: 'qpgate_engine_ring_records_total',
     help: 'Records through the JS <-> engine rings.',
