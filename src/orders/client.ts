@@ -425,10 +425,14 @@ export class OrderClient extends EventEmitter {
       return;
     }
     if (m.appSeq === 0n) {
-      // Not sequenced: a Hello the gateway refused (SEQUENCE_AHEAD).
+      // Not sequenced (docs/protocol.md 3.3): a Hello the gateway refused, or a
+      // request it did nothing with (THROTTLED, ID_LIMIT, JOURNAL_FAILURE),
+      // which settles that request; the id may be sent again.
       if (m.kind === 'reject' && this.#welcome !== undefined) {
         this.#welcome.fail(new Error(`qpgate client: Hello refused: ${m.reasonName}: ${m.text}`));
         this.#welcome = undefined;
+      } else if (m.kind === 'reject' && m.clientOrderId !== 0n && this.#pending.has(m.clientOrderId)) {
+        this.#answer(m);
       } else {
         this.emit('reject', m);
       }
