@@ -1,19 +1,21 @@
 # qpgate container image. Build: docker build -t qpgate .
 # Run:   docker run --network host qpgate     (soft backend on the host's loopback;
 #        control plane, status page and /healthz on http://127.0.0.1:7470)
-# The build stage compiles the native addon against the packages Debian ships;
+# The build stage compiles the native addon against the packages Debian ships
+# and npm's node-api-headers (nothing else is downloaded); .ci/run runs its
+# apt-get and npm ci lines in a fresh bookworm root (test/fresh-root);
 # the runtime stage carries only the shared libraries it links and runs as an
 # unprivileged user.
 
 FROM node:20-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends cmake ninja-build g++ pkg-config \
-      zlib1g-dev libisal-dev libnuma-dev libibverbs-dev \
+      zlib1g-dev libisal-dev libnuma-dev libprotozero-dev libibverbs-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY bin bin
-COPY native/CMakeLists.txt native/
+COPY native/CMakeLists.txt native/package.json native/
 COPY native/cmake native/cmake
 COPY native/src native/src
 COPY src src

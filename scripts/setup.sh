@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # One-step install for a fresh Debian 12 machine with Node 20: the Debian
 # packages the native build needs, then npm's packages (which builds the
-# addon and the TypeScript). Run as root or with sudo available.
+# addon and the TypeScript). Needs an npm registry and a Debian mirror and
+# nothing else: the addon's Node-API headers come from the node-api-headers
+# npm package (native/package.json), never from a download of Node's sources.
+# Run as root or with sudo available. .ci/run proves it on a fresh bookworm
+# root (test/fresh-root/run.sh).
 #   --with-tests   also install what the test suite needs (clang, sanitizer
 #                  runtimes, GoogleTest, tshark, scapy, chromium); .ci/run uses it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev)
+# Every find_package/find_path/find_library in native/ and what answers it:
+# ZLIB -> zlib1g-dev, isa-l -> libisal-dev, numa -> libnuma-dev, protozero
+# (src/orders, src/feed) -> libprotozero-dev, Threads -> libc; GTest (tests) ->
+# libgtest-dev, ibverbs (optional) -> libibverbs-dev.
+build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev libprotozero-dev)
 # Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
 optional_pkgs=(libibverbs-dev)
 test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
@@ -19,7 +27,9 @@ test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy ip
   # the transport benchmark runs sockperf beside qpgate (bench/transport)
   sockperf
   # the status page test drives Debian's chromium headless with playwright-core (no browser download)
-  chromium)
+  chromium
+  # the fresh-root step of .ci/run (test/fresh-root): a minimal bookworm root, the checkout from git
+  mmdebstrap git)
 
 pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")

@@ -1,5 +1,7 @@
-// The qpgate package's public API: the market-data client library (subscribe
-// to a feed), the publisher side, and the frame and message codecs.
+// The qpgate package's public API (package.json "exports" ".": this file and
+// its types): the market-data client library (subscribe to a feed, discover a
+// gateway's channels), the publisher side, the frame and message codecs, and
+// the order entry and risk clients.
 export * from './feed/subscriber.js';
 export * from './feed/publisher.js';
 export * from './feed/frame.js';
@@ -8,6 +10,9 @@ export * from './feed/config.js';
 export { FeedService, type FeedServiceStats } from './feed/service.js';
 export { SyntheticSource, type SyntheticOptions, type SyntheticStats } from './feed/sources/synthetic.js';
 export { openFeedDevice, type FeedDevice } from './feed/native.js';
+// Channel discovery: a running gateway's channels and groups, for subscribe().
+export { discoverChannels } from './feed/discovery.js';
+export { ClientError, DEFAULT_URL, type ClientOptions } from './gateway/control-client.js';
 export { summarize as summarizeLatency, type LatencySummary } from './feed/latency.js';
 export { Engine, type EngineOptions } from './native/engine.js';
 // Order entry: the trading and risk client libraries (RC sessions through the

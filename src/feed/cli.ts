@@ -10,16 +10,11 @@
 import { Option, type Command } from 'commander';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, DEFAULT_URL, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { discoverChannels } from './discovery.js';
 import { MessageType } from './messages.js';
 import { TickFileWriter } from './recording.js';
-import { subscribe, type FeedMessage, type FeedSubscriber, type SubscriberChannelConfig } from './subscriber.js';
-
-interface FeedChannelView {
-  id: number;
-  groupA: string;
-  groupB?: string | null;
-}
+import { subscribe, type FeedMessage, type FeedSubscriber } from './subscriber.js';
 
 interface SubscribeFlags extends ClientOptions {
   feed: string;
@@ -39,18 +34,6 @@ const typeNames = new Map<number, string>(
     .filter(([, v]) => typeof v === 'number')
     .map(([k, v]) => [v as number, k.replace(/^MESSAGE_TYPE_/, '')]),
 );
-
-/** A feed's channels, those asked for (all when none), as subscriber channel configs. */
-export async function gatewayChannels(opts: ClientOptions, feed: string, wanted: readonly number[]): Promise<SubscriberChannelConfig[]> {
-  const view = await getJson<{ channels: FeedChannelView[] }>(opts, `/v1/feeds/${encodeURIComponent(feed)}`);
-  const all = view.channels;
-  for (const id of wanted) {
-    if (!all.some((c) => c.id === id)) throw new ClientError(`feed "${feed}" has no channel ${id} (it has ${all.map((c) => c.id).join(', ') || 'none'})`);
-  }
-  return all
-    .filter((c) => wanted.length === 0 || wanted.includes(c.id))
-    .map((c) => ({ id: c.id, groupA: c.groupA, ...(c.groupB ? { groupB: c.groupB } : {}) }));
-}
 
 function parseCount(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
@@ -94,7 +77,7 @@ async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessag
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ClientError(`--channel must be a channel id (0..65535), got ${JSON.stringify(c)}`);
     return n;
   });
-  const channels = await gatewayChannels(flags, flags.feed, wanted);
+  const channels = await discoverChannels(flags, flags.feed, wanted);
   try {
     return await subscribe({
       engineOptions: {},

@@ -15,11 +15,23 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-export async function startGatewayProcess(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+/** How to run `qpgate`: this checkout's bin by default, or e.g. `npx qpgate` in an installed project. */
+export interface GatewayLaunch {
+  command: string;
+  argv: string[];
+  cwd?: string;
+}
+
+export async function startGatewayProcess(
+  args: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  launch: GatewayLaunch = { command: process.execPath, argv: [QPGATE_BIN] },
+): Promise<GatewayProcess> {
   const stateDir = mkdtempSync(join(tmpdir(), 'qpgate-state-'));
   // The gateway opens a soft device on backend.address:4791: one address per gateway.
   const address = args.some((a) => a.startsWith('backend.address=')) ? [] : ['--set', `backend.address=${freeLoopbackAddress()}`];
-  const child = spawn(process.execPath, [QPGATE_BIN, 'serve', '--port', '0', '--set', `state.dir=${stateDir}`, ...address, ...args], {
+  const child = spawn(launch.command, [...launch.argv, 'serve', '--port', '0', '--set', `state.dir=${stateDir}`, ...address, ...args], {
+    cwd: launch.cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
