@@ -7,6 +7,7 @@
 // control.health.engineStaleMs means the engine thread is stuck in one cycle.
 // A timer samples it, so the age is measured from the last change seen, not
 // from the last request.
+import type { EngineStats } from '../native/addon.js';
 import type { Engine } from '../native/engine.js';
 
 const SAMPLE_MS = 50;
@@ -55,6 +56,18 @@ export class EngineHeartbeat {
     if (!this.#engine.running) return 'engine stopped';
     const age = this.ageMs();
     if (age > this.staleMs) return `engine stalled: no duty cycle completed for ${Math.round(age)} ms (limit ${this.staleMs} ms)`;
-    return undefined;
+    return stoppedAgentProblem(this.#engine.stats());
   }
+}
+
+/**
+ * An agent that threw is no longer run (the engine goes on with the others),
+ * so the part of the gateway it drives — the device, the feed, order entry —
+ * is dead while the duty cycles still tick: not healthy.
+ */
+export function stoppedAgentProblem(stats: Pick<EngineStats, 'agentsStopped' | 'faults'>): string | undefined {
+  if (stats.agentsStopped === 0) return undefined;
+  const first = stats.faults.find((f) => f.stopped);
+  const which = first === undefined ? '' : `: ${first.agent}: ${first.message}`;
+  return `engine agent stopped after an exception (${stats.agentsStopped} stopped${which})`;
 }
