@@ -42,12 +42,36 @@ function parseCount(text: string | undefined, flag: string): number | undefined 
   return n;
 }
 
+function parseSeconds(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const s = Number(text);
+  if (!Number.isFinite(s) || s <= 0) throw new ClientError(`--seconds must be a positive number (1.5 is fine), got ${JSON.stringify(text)}`);
+  return s;
+}
+
+const jsonReplacer = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+
+/** One JSON object per message (--json): what formatTick prints, as fields. */
+export function tickJson(m: FeedMessage): string {
+  let body: unknown;
+  try {
+    body = m.decode()?.value ?? null;
+  } catch (err) {
+    body = { undecodable: (err as Error).message };
+  }
+  const type = typeNames.get(m.type) ?? m.type;
+  return JSON.stringify(
+    { channel: m.channel, seq: m.seq, type, instrumentId: m.instrumentId, snapshot: m.snapshot, recovered: m.recovered, body },
+    jsonReplacer,
+  );
+}
+
 /** One line per message: channel, sequence, type, instrument and the decoded body. */
 export function formatTick(m: FeedMessage): string {
   let body: string;
   try {
     const d = m.decode();
-    body = d === undefined ? `${m.body.length} bytes` : JSON.stringify(d.value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    body = d === undefined ? `${m.body.length} bytes` : JSON.stringify(d.value, jsonReplacer);
   } catch (err) {
     body = `undecodable: ${(err as Error).message}`;
   }
@@ -55,19 +79,44 @@ export function formatTick(m: FeedMessage): string {
   return `ch ${m.channel} seq ${m.seq} ${typeNames.get(m.type) ?? `type ${m.type}`} instrument ${m.instrumentId}${flags ? ` [${flags}]` : ''} ${body}`;
 }
 
-function statsLine(sub: FeedSubscriber, startedMs: number, previous: { received: number; at: number }): string {
+interface StatsSample {
+  seconds: number;
+  received: number;
+  perSecond: number;
+  gaps: number;
+  duplicates: number;
+  recovered: number;
+  lost: number;
+  latencyNs: { p50: number | null; p99: number | null; p999: number | null };
+}
+
+/** The subscription's counters now, and the rate since `previous` (which it advances). */
+function statsSample(sub: FeedSubscriber, startedMs: number, previous: { received: number; at: number }): StatsSample {
   const s = sub.stats();
   const received = s.channels.reduce((a, c) => a + c.received, 0);
   const now = performance.now();
-  const rate = ((received - previous.received) * 1000) / Math.max(1, now - previous.at);
+  const perSecond = Math.round(((received - previous.received) * 1000) / Math.max(1, now - previous.at));
   previous.received = received;
   previous.at = now;
   const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable') => s.channels.reduce((a, c) => a + c[k], 0);
   const lat = s.channels[0]?.latency;
-  const us = (ns: number | undefined) => (ns === undefined ? '-' : (ns / 1000).toFixed(1));
+  return {
+    seconds: Math.round((now - startedMs) / 1000),
+    received,
+    perSecond,
+    gaps: sum('gaps'),
+    duplicates: sum('duplicates'),
+    recovered: sum('recovered'),
+    lost: sum('unrecoverable'),
+    latencyNs: { p50: lat?.p50Ns ?? null, p99: lat?.p99Ns ?? null, p999: lat?.p999Ns ?? null },
+  };
+}
+
+function statsLine(x: StatsSample): string {
+  const us = (ns: number | null) => (ns === null ? '-' : (ns / 1000).toFixed(1));
   return (
-    `${((now - startedMs) / 1000).toFixed(0)} s  ${received} msgs  ${rate.toFixed(0)}/s  gaps ${sum('gaps')}  dups ${sum('duplicates')}  ` +
-    `recovered ${sum('recovered')}  lost ${sum('unrecoverable')}  latency p50 ${us(lat?.p50Ns)} µs  p99 ${us(lat?.p99Ns)} µs  p99.9 ${us(lat?.p999Ns)} µs`
+    `${x.seconds} s  ${x.received} msgs  ${x.perSecond}/s  gaps ${x.gaps}  dups ${x.duplicates}  ` +
+    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${us(x.latencyNs.p50)} µs  p99 ${us(x.latencyNs.p99)} µs  p99.9 ${us(x.latencyNs.p999)} µs`
   );
 }
 
@@ -93,20 +142,38 @@ async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessag
   }
 }
 
-/** Resolves at --count messages, after --seconds, or on SIGINT/SIGTERM. */
-function runUntil(flags: SubscribeFlags, counter: () => number): { done: Promise<void>; check: () => void } {
+/**
+ * Resolves at --count messages, after --seconds, on SIGINT/SIGTERM, or when
+ * stdout's reader has gone (`qpgate subscribe | head`: EPIPE ends the run
+ * quietly). take() admits one more message, false once --count were taken
+ * or the run is over: messages still arriving in the last batch are not printed.
+ */
+function runUntil(flags: SubscribeFlags): { done: Promise<void>; take: () => boolean } {
   const count = parseCount(flags.count, '--count');
-  const seconds = parseCount(flags.seconds, '--seconds');
+  const seconds = parseSeconds(flags.seconds);
+  let taken = 0;
+  let over = false;
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const timer = seconds === undefined ? undefined : setTimeout(finish, seconds * 1000);
   const onSignal = () => finish();
+  const onStdoutError = (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    finish();
+  };
   process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+  process.stdout.on('error', onStdoutError);
   void done.then(() => {
+    over = true;
     if (timer) clearTimeout(timer);
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
   });
-  return { done, check: () => void (count !== undefined && counter() >= count && finish()) };
+  const take = () => {
+    if (over || (count !== undefined && taken >= count)) return false;
+    if (count !== undefined && ++taken >= count) finish();
+    return true;
+  };
+  return { done, take };
 }
 
 function feedCommand(program: Command, name: string, description: string): Command {
@@ -120,7 +187,8 @@ function feedCommand(program: Command, name: string, description: string): Comma
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
     .option('--count <n>', 'stop after n messages')
-    .option('--seconds <s>', 'stop after s seconds')
+    .option('--seconds <s>', 'stop after s seconds (a decimal number)')
+    .option('--json', 'one JSON object per line instead of text')
     .option('--recovery', 'recover gaps and late joins over RC from the gateway (token with role recovery)')
     .option('--name <name>', 'the recovery session name (default subscriber-<pid>)');
 }
@@ -135,23 +203,23 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
   feedCommand(program, 'subscribe', 'print a running gateway\'s ticks live (like a feed handler\'s tcpdump), or with --stats rates, gaps and latency')
     .option('--stats', 'instead of ticks, one line of rates, gaps, recoveries and latency percentiles, updated in place every second')
     .action(async (flags: SubscribeFlags) => {
-      let received = 0;
       try {
-        const until = runUntil(flags, () => received);
+        const until = runUntil(flags);
         const sub = await openSubscription(flags, (m) => {
-          ++received;
-          if (!flags.stats) process.stdout.write(`${formatTick(m)}\n`);
-          until.check();
+          if (!until.take() || flags.stats) return;
+          process.stdout.write(`${flags.json ? tickJson(m) : formatTick(m)}\n`);
         });
         const started = performance.now();
         const previous = { received: 0, at: started };
-        const tty = process.stdout.isTTY === true;
-        const ticker = flags.stats
-          ? setInterval(() => process.stdout.write(tty ? `\r\x1b[2K${statsLine(sub, started, previous)}` : `${statsLine(sub, started, previous)}\n`), 1000)
-          : undefined;
+        const tty = process.stdout.isTTY === true && !flags.json;
+        const line = () => {
+          const sample = statsSample(sub, started, previous);
+          return flags.json ? JSON.stringify(sample) : statsLine(sample);
+        };
+        const ticker = flags.stats ? setInterval(() => process.stdout.write(tty ? `\r\x1b[2K${line()}` : `${line()}\n`), 1000) : undefined;
         await until.done;
         if (ticker) clearInterval(ticker);
-        if (flags.stats) process.stdout.write(`${tty ? '\r\x1b[2K' : ''}${statsLine(sub, started, previous)}\n`);
+        if (flags.stats) process.stdout.write(`${tty ? '\r\x1b[2K' : ''}${line()}\n`);
         await sub.close();
       } catch (err) {
         fail('subscribe', err);
@@ -162,23 +230,36 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
     .requiredOption('--out <file>', 'the tick file to write (replaced)')
     .action(async (flags: SubscribeFlags) => {
       try {
-        const writer = new TickFileWriter(flags.out!);
-        const until = runUntil(flags, () => writer.records);
+        const writer = openTickFile(flags.out!);
+        const until = runUntil(flags);
         const sub = await openSubscription(flags, (m) => {
+          if (!until.take()) return;
           writer.append(
             { channel: m.channel, type: m.type, instrumentId: m.instrumentId, key: m.key, action: m.action, body: m.body, snapshot: m.snapshot },
             m.receiveTimeNs,
           );
-          until.check();
         });
         await until.done;
         await sub.close();
         writer.close();
-        process.stdout.write(`recorded ${writer.records} messages to ${flags.out}\n`);
+        process.stdout.write(
+          flags.json ? `${JSON.stringify({ recorded: writer.records, file: flags.out })}\n` : `recorded ${writer.records} messages to ${flags.out}\n`,
+        );
       } catch (err) {
         fail('record', err);
       }
     });
+}
+
+/** The tick file --out names, or one line saying why it cannot be written (no stack). */
+function openTickFile(path: string): TickFileWriter {
+  try {
+    return new TickFileWriter(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === undefined) throw err;
+    throw new ClientError(`cannot write ${path}: ${code} (${(err as Error).message.replace(/^[A-Z]+: /, '')})`);
+  }
 }
 
 /** `qpgate replay FILE`: the serve overrides that make the gateway publish FILE. */

@@ -83,8 +83,9 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
     const rec = await cli(['record', '--url', live.url, '--token', TOKEN, '--channel', '1', '--address', freeLoopbackAddress(), '--count', '300', '--out', file]);
     assert.equal(rec.code, 0, rec.stderr);
     assert.match(rec.stdout, /^recorded \d+ messages to /m);
+    assert.match(rec.stdout, /^recorded 300 messages to /m);
     records = readTickFile(file).records;
-    assert.ok(records.length >= 300, `${records.length} records`);
+    assert.equal(records.length, 300, '--count 300 records exactly 300');
     assert.ok(records.every((r) => r.channel === 1 && r.type > 0 && !r.snapshot));
     for (let i = 1; i < records.length; i++) assert.ok(records[i]!.atNs >= records[i - 1]!.atNs, 'receive times never go back');
     // A channel the gateway does not have is refused by name.
@@ -117,8 +118,35 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
     const ticks = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--count', '20']);
     assert.equal(ticks.code, 0, ticks.stderr);
     const lines = ticks.stdout.trim().split('\n');
-    assert.ok(lines.length >= 20);
-    for (const l of lines.slice(0, 20)) assert.match(l, /^ch 1 seq \d+ [A-Z_]+ instrument \d+ /);
+    assert.equal(lines.length, 20, '--count 20 prints exactly 20 lines');
+    for (const l of lines) assert.match(l, /^ch 1 seq \d+ [A-Z_]+ instrument \d+ /);
+    // --json: one object per line, as many as asked; --seconds takes decimals.
+    const json = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--json', '--count', '5', '--seconds', '30.5']);
+    assert.equal(json.code, 0, json.stderr);
+    const objects = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { channel: number; seq: string; type: string });
+    assert.equal(objects.length, 5);
+    for (const o of objects) {
+      assert.equal(o.channel, 1);
+      assert.match(o.seq, /^\d+$/);
+      assert.match(o.type, /^[A-Z_]+$/);
+    }
+    // A reader that goes away (| head) ends the subscription quietly, status 0.
+    const piped = await new Promise<{ status: string; stderr: string }>((resolve) => {
+      const sh = spawn('bash', ['-c', `"${process.execPath}" "${QPGATE_BIN}" subscribe --url ${replay.url} --token ${TOKEN} --address ${freeLoopbackAddress()} | head -n 2 >/dev/null; echo "\${PIPESTATUS[0]}"`], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      sh.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      sh.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      sh.on('close', () => resolve({ status: out.trim(), stderr: err }));
+    });
+    assert.equal(piped.stderr, '', 'no stack trace when the pipe closes');
+    assert.equal(piped.status, '0');
+    const badOut = await cli(['record', '--url', replay.url, '--token', TOKEN, '--count', '1', '--out', '/nonexistent-dir/ticks.bin']);
+    assert.equal(badOut.code, 1);
+    assert.match(badOut.stderr, /^qpgate record: cannot write \/nonexistent-dir\/ticks\.bin: ENOENT/);
+    assert.equal(badOut.stderr.trim().split('\n').length, 1, 'one line, no stack');
     const stats = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '2']);
     assert.equal(stats.code, 0, stats.stderr);
     assert.match(stats.stdout, /\d+ s {2}\d+ msgs {2}\d+\/s {2}gaps 0 {2}dups \d+ {2}recovered 0 {2}lost 0 {2}latency p50 [\d.]+ µs {2}p99 [\d.]+ µs/);
