@@ -3,6 +3,7 @@
 // read a fabric's); more subcommands (record) join as their features land.
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
+import { effectiveConfig, formatEffective } from './config/effective.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
 import { createLogger } from './log.js';
@@ -113,6 +114,23 @@ export async function main(argv: string[]): Promise<number> {
     .action(function (this: Command) {
       const o = this.opts<Parameters<typeof riskCommand>[0]>();
       return run('risk', () => riskCommand(o, print))();
+    });
+
+  program
+    .command('config')
+    .description('print the effective configuration, each key with its value and where it came from (secrets redacted)')
+    .option('-c, --config <file>', 'YAML config merged over config/default.yaml')
+    .option('-s, --set <key=value>', 'override one config key (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--json', 'one JSON array of {key, value, origin}')
+    .action((opts: { config?: string; set: string[]; json?: boolean }) => {
+      try {
+        const keys = effectiveConfig({ file: opts.config, overrides: opts.set });
+        process.stdout.write(`${opts.json ? JSON.stringify(keys, null, 2) : formatEffective(keys)}\n`);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        process.stderr.write(`qpgate: ${err.message}\n`);
+        exitCode = 2;
+      }
     });
 
   addFeedCommands(program, (code) => {

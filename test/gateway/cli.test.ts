@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QPGATE_BIN, REPO_ROOT } from '../support/paths.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
@@ -64,4 +65,29 @@ test('qpgate serve starts on the embedded default, answers /healthz, and exits 0
   }
   assert.equal(await gw.exited, 0);
   assert.match(gw.output(), /"shutting down".*|"reason":"SIGTERM"/);
+});
+
+test('qpgate config prints every key with its value and origin, token secrets redacted', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'qpgate-config-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, 'log: {level: debug}\ncontrol:\n  tokens:\n    - {name: ops, scope: admin, token: secret-token-0123456789}\n');
+  const r = run(['config', '--config', file, '--set', 'engine.idleStrategy=spin'], { QPGATE_CONTROL__PORT: '8123' });
+  assert.equal(r.status, 0, r.stderr);
+  const line = (key: string) => r.stdout.split('\n').find((l) => l.startsWith(`${key} `));
+  assert.match(line('engine.idleStrategy') ?? '', /"spin"\s+--set engine\.idleStrategy=spin$/);
+  assert.match(line('control.port') ?? '', /8123\s+environment QPGATE_CONTROL__PORT$/);
+  assert.match(line('log.level') ?? '', new RegExp(`"debug"\\s+${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`));
+  assert.match(line('control.host') ?? '', /"127\.0\.0\.1"\s+config\/default\.yaml$/);
+  assert.ok(!r.stdout.includes('secret-token-0123456789'), 'the token secret is not printed');
+  assert.match(line('control.tokens') ?? '', /<redacted>/);
+
+  const json = run(['config', '--json', '--set', 'feeds.enabled=false']);
+  assert.equal(json.status, 0, json.stderr);
+  const keys = JSON.parse(json.stdout) as Array<{ key: string; value: unknown; origin: string }>;
+  assert.deepEqual(keys.find((k) => k.key === 'feeds.enabled'), { key: 'feeds.enabled', value: false, origin: '--set feeds.enabled=false' });
+  assert.ok(keys.some((k) => k.origin === 'built-in default'), 'keys only the schema defaults are marked so');
+
+  const bad = run(['config', '--set', 'engine.idleStrategy=fast']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /engine\.idleStrategy \(from --set engine\.idleStrategy=fast\): expected one of/);
 });

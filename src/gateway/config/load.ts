@@ -37,6 +37,15 @@ export interface LoadOptions {
 type Plain = Record<string, unknown>;
 
 export function loadConfig(options: LoadOptions = {}): GatewayConfig {
+  return loadConfigWithOrigins(options).config;
+}
+
+/**
+ * The configuration and where each key given by the user came from (the
+ * file's path, `environment NAME`, `--set key=value`); keys not in the map
+ * are config/default.yaml's or the schema's defaults.
+ */
+export function loadConfigWithOrigins(options: LoadOptions = {}): { config: GatewayConfig; origins: ReadonlyMap<string, string> } {
   const origins = new Map<string, string>();
   const config = readYamlFile(DEFAULT_CONFIG_PATH, 'the default config');
   if (options.file) {
@@ -60,7 +69,7 @@ export function loadConfig(options: LoadOptions = {}): GatewayConfig {
   // Sections whose schema carries defaults (feeds) are completed before validation.
   const completed = Value.Default(GatewayConfig, config) as Plain;
   validate(completed, origins);
-  return completed as GatewayConfig;
+  return { config: completed as GatewayConfig, origins };
 }
 
 function readYamlFile(path: string, what: string): Plain {
