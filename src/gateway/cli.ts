@@ -102,6 +102,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--file <file>', 'read the requests from this file instead of stdin')
     .option('--first-id <id>', 'first client order id (default: the time in µs, so ids keep rising across runs)')
     .option('--linger <ms>', 'after the last answer, wait this long for fills before closing', '200')
+    .option('--json', 'every message the session gets as one JSON object per line')
     .action(function (this: Command) {
       const o = this.opts<Parameters<typeof orderCommand>[0]>();
       return run('order', () => orderCommand(o, print))();
@@ -111,6 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--add-credit <n>', 'add to the credit limit (FETCH_ADD; negative lowers it)')
     .option('--kill', 'set the kill switch (CMP_SWAP 0 -> 1): the account\'s next order is rejected')
     .option('--unkill', 'clear the kill switch (CMP_SWAP 1 -> 0)')
+    .option('--json', 'each change and the words read as one JSON object per line')
     .action(function (this: Command) {
       const o = this.opts<Parameters<typeof riskCommand>[0]>();
       return run('risk', () => riskCommand(o, print))();

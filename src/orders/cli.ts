@@ -109,10 +109,16 @@ export function formatMessage(m: SequencedMessage): string {
   }
 }
 
+/** A message as one JSON line (--json): its kind and fields, 64-bit numbers as decimal strings. */
+export function messageJson(m: SequencedMessage | Reject): string {
+  return JSON.stringify(m, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
 export async function orderCommand(
-  opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string },
+  opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string; json?: boolean },
   out: (line: string) => void,
 ): Promise<number> {
+  const show = (m: SequencedMessage | Reject) => out(opts.json ? messageJson(m) : formatMessage(m));
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
@@ -130,8 +136,8 @@ export async function orderCommand(
   // by default they start at the current time in µs, so later runs start above earlier ones.
   let nextId = opts.firstId !== undefined ? u64(opts.firstId, '--first-id') : BigInt(Date.now()) * 1000n;
   // Everything the session is sent, in app_seq order: answers, fills, unsolicited cancels.
-  client.on('message', (m: SequencedMessage) => out(formatMessage(m)));
-  client.on('reject', (m: Reject) => out(formatMessage(m)));
+  client.on('message', show);
+  client.on('reject', show);
   let failures = 0;
   const lines = createInterface({ input: opts.file ? createReadStream(opts.file) : process.stdin, crlfDelay: Infinity });
   let lineNo = 0;
@@ -141,7 +147,7 @@ export async function orderCommand(
     try {
       p = parseOrderLine(line);
     } catch (err) {
-      out(`line ${lineNo}: ${(err as Error).message}`);
+      out(opts.json ? JSON.stringify({ line: lineNo, error: (err as Error).message }) : `line ${lineNo}: ${(err as Error).message}`);
       failures++;
       continue;
     }
@@ -158,15 +164,18 @@ export async function orderCommand(
     if (answer.kind === 'reject') failures++;
   }
   await new Promise((r) => setTimeout(r, opts.linger !== undefined ? int(opts.linger, '--linger') : 200));
-  out(`session ${client.id} last app_seq ${client.lastAppSeq}`);
+  out(opts.json ? JSON.stringify({ session: client.id, lastAppSeq: String(client.lastAppSeq) }) : `session ${client.id} last app_seq ${client.lastAppSeq}`);
   await client.close();
   return failures > 0 ? 1 : 0;
 }
 
 export async function riskCommand(
-  opts: SessionCliOptions & { setCreditLimit?: string; addCredit?: string; kill?: boolean; unkill?: boolean },
+  opts: SessionCliOptions & { setCreditLimit?: string; addCredit?: string; kill?: boolean; unkill?: boolean; json?: boolean },
   out: (line: string) => void,
 ): Promise<number> {
+  // --json: each change and each account's words as one JSON object per line.
+  const changed = (text: string, fields: { account: bigint; word: string; op: string; before: bigint; after: bigint }) =>
+    out(opts.json ? JSON.stringify({ ...fields, account: String(fields.account), before: String(fields.before), after: String(fields.after) }) : text);
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
@@ -184,7 +193,7 @@ export async function riskCommand(
         for (;;) {
           const seen = await risk.read(account, 'creditLimit');
           if ((await risk.compareSwap(account, 'creditLimit', seen, target)) === seen) {
-            out(`account ${account}: credit limit ${seen} -> ${target} (CMP_SWAP)`);
+            changed(`account ${account}: credit limit ${seen} -> ${target} (CMP_SWAP)`, { account, word: 'creditLimit', op: 'CMP_SWAP', before: seen, after: target });
             break;
           }
         }
@@ -192,14 +201,25 @@ export async function riskCommand(
       if (opts.addCredit !== undefined) {
         const add = BigInt(int(opts.addCredit, '--add-credit'));
         const before = await risk.fetchAdd(account, 'creditLimit', add);
-        out(`account ${account}: credit limit ${before} -> ${BigInt.asUintN(64, before + add)} (FETCH_ADD ${add})`);
+        const after = BigInt.asUintN(64, before + add);
+        changed(`account ${account}: credit limit ${before} -> ${after} (FETCH_ADD ${add})`, { account, word: 'creditLimit', op: 'FETCH_ADD', before, after });
       }
       if (opts.kill || opts.unkill) {
         const [from, to] = opts.kill ? [0n, 1n] : [1n, 0n];
         const before = await risk.compareSwap(account, 'killSwitch', from, to);
-        out(`account ${account}: kill switch ${before === from ? `${from} -> ${to}` : `was ${before}, left as is`} (CMP_SWAP)`);
+        changed(`account ${account}: kill switch ${before === from ? `${from} -> ${to}` : `was ${before}, left as is`} (CMP_SWAP)`, {
+          account,
+          word: 'killSwitch',
+          op: 'CMP_SWAP',
+          before,
+          after: before === from ? to : before,
+        });
       }
       const w = await risk.readAll(account);
+      if (opts.json) {
+        out(JSON.stringify({ account: String(account), ...Object.fromEntries(Object.entries(w).map(([k, v]) => [k, String(v)])) }));
+        continue;
+      }
       out(
         table(
           ['ACCOUNT', 'CREDIT-LIMIT', 'KILL', 'POSITION', 'OPEN-NOTIONAL', 'OPEN-ORDERS', 'TRADED-NOTIONAL'],

@@ -63,6 +63,8 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
           check: flags.chk === true,
           icrcPolicy: flags.icrc,
           receiveMode: flags.receiveMode,
+          // --json: the result alone on stdout (scripts parse it); the C tools' lines go to stderr.
+          ...(flags.json === true ? { print: (line: string) => void process.stderr.write(`${line}\n`) } : {}),
         });
         if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
         if (result.checked === false) setExitCode(1);

@@ -84,6 +84,19 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.match(limit.stdout, /^account 1: credit limit 1000000000000000 -> 5000 \(CMP_SWAP\)$/m);
     assert.match(limit.stdout, /^account 1: kill switch 1 -> 0 \(CMP_SWAP\)$/m);
 
+    // --json: JSON lines a script can parse, the same facts.
+    const rj = await run(['risk', ...base, '--token', TOKENS.risk, '--name', 'cli-risk', '--account', '1', '--kill', '--json']);
+    assert.equal(rj.status, 0, rj.stderr);
+    const riskLines = rj.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    assert.deepEqual(riskLines[0], { account: '1', word: 'killSwitch', op: 'CMP_SWAP', before: '0', after: '1' });
+    assert.equal(riskLines[1]!['killSwitch'], '1');
+    assert.equal(riskLines[1]!['creditLimit'], '5000');
+    const oj = await run(['order', ...base, '--token', TOKENS.desk, '--name', 'cli-3', '--account', '1', '--file', file, '--json']);
+    const orderLines = oj.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(orderLines.some((m) => m['kind'] === 'reject' && m['reasonName'] === 'KILL_SWITCH' && m['clientOrderId'] === '1'), oj.stdout);
+    assert.match(String(orderLines[orderLines.length - 1]!['lastAppSeq']), /^\d+$/);
+    assert.equal((await run(['risk', ...base, '--token', TOKENS.risk, '--name', 'cli-risk', '--account', '1', '--unkill'])).status, 0);
+
     // `qpgate order` closed its sessions when done; a session that stays open is listed.
     assert.equal((await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer])).stdout, 'no sessions\n');
     live = await OrderClient.connect({ url: gw.url, token: TOKENS.desk2, name: 'live', accounts: [1n], device: { address: freeLoopbackAddress() } });

@@ -17,17 +17,20 @@ for (const transport of ['rc', 'ud'] as const) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    let err = '';
     server.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    server.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    server.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const lines: string[] = [];
     const result = await runPingpong({ transport, address: freeLoopbackAddress(), server: '127.0.0.1', port, iters: 200, check: true, print: (l) => lines.push(l) });
     const [code] = (await once(server, 'exit')) as [number];
-    assert.equal(code, 0, out);
+    assert.equal(code, 0, `${out}${err}`);
     assert.equal(result.sent, 200);
     assert.equal(result.received, 200);
     assert.equal(result.checked, true);
     assert.match(lines.join('\n'), /200 iters in [0-9.]+ seconds = [0-9.]+ usec\/iter/);
-    const serverResult = JSON.parse(out.trim().split('\n').pop()!) as { sent: number; received: number; counters: Record<string, number> };
+    // --json: the result alone on stdout (one JSON document), the C tools' lines on stderr.
+    const serverResult = JSON.parse(out) as { sent: number; received: number; counters: Record<string, number> };
+    assert.match(err, /^  local address: /m);
     assert.equal(serverResult.sent, 200);
     assert.equal(serverResult.received, 200);
     // Both ends are qpgate: every packet carries IPv4 ID 0, so every ICRC was verified.
