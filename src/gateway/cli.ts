@@ -14,6 +14,16 @@ import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
 import { readTickFile, TickFileError } from '../feed/recording.js';
 
+/**
+ * Exit status, one per kind of failure (README "Exit status"): 0 done, 1 the
+ * operation failed (unreachable gateway, a refused request, a rejected
+ * order), 2 the configuration is invalid or state.dir is taken, 64 the
+ * command line is wrong (EX_USAGE, sysexits.h).
+ */
+export const EXIT_FAILED = 1;
+export const EXIT_CONFIG = 2;
+export const EXIT_USAGE = 64;
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('qpgate')
     .description(
@@ -69,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
         } catch (err) {
           if (!(err instanceof ClientError)) throw err;
           process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-          exitCode = 1;
+          exitCode = EXIT_FAILED;
         }
       });
   client('status', 'device, port state, GIDs, MTU, engine placement, SLOs, feeds and sessions of a running gateway (like ibstat)', statusCommand);
@@ -94,7 +104,7 @@ export async function main(argv: string[]): Promise<number> {
     } catch (err) {
       if (!(err instanceof ClientError)) throw err;
       process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-      exitCode = 1;
+      exitCode = EXIT_FAILED;
     }
   };
   const print = (line: string) => void process.stdout.write(`${line}\n`);
@@ -131,7 +141,7 @@ export async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         process.stderr.write(`qpgate: ${err.message}\n`);
-        exitCode = 2;
+        exitCode = EXIT_CONFIG;
       }
     });
 
@@ -155,14 +165,15 @@ export async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (!(err instanceof TickFileError) && !(err instanceof ClientError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         process.stderr.write(`qpgate replay: ${(err as Error).message}\n`);
-        exitCode = 2;
+        exitCode = EXIT_CONFIG;
       }
     });
 
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
+    // --help and --version end with 0; anything else commander refuses is a usage error.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
     throw err;
   }
   return exitCode;
@@ -180,7 +191,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
-      return 2;
+      return EXIT_CONFIG;
     }
     throw err;
   }
@@ -191,7 +202,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
   } catch (err) {
     if (err instanceof StateDirLockedError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
-      return 2;
+      return EXIT_CONFIG;
     }
     logger.fatal({ err }, 'qpgate failed to start');
     process.stderr.write(`qpgate: ${(err as Error).message}\n`);

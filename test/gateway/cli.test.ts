@@ -31,10 +31,13 @@ test('qpgate serve --help documents the overrides and the environment', () => {
   assert.match(r.stdout, /QPGATE_<SECTION>__<KEY>/);
 });
 
-test('an unknown command exits non-zero', () => {
+test('usage errors exit 64 (EX_USAGE): an unknown command, an unknown option, a missing argument', () => {
   const r = run(['frobnicate']);
-  assert.notEqual(r.status, 0);
+  assert.equal(r.status, 64);
   assert.match(r.stderr, /unknown command 'frobnicate'/);
+  assert.equal(run(['status', '--frob']).status, 64);
+  assert.equal(run(['record']).status, 64, '--out is required');
+  assert.equal(run(['--help']).status, 0);
 });
 
 test('a bad config value exits 2 naming the key and what was expected', () => {
