@@ -68,6 +68,7 @@ test('qpgate serve starts on the embedded default, answers /healthz, and exits 0
   }
   assert.equal(await gw.exited, 0);
   assert.match(gw.output(), /"shutting down".*|"reason":"SIGTERM"/);
+  assert.doesNotMatch(gw.output(), /Warning|FSTDEP|DEP0\d+/, 'no deprecation or other warning at start or stop');
 });
 
 test('qpgate config prints every key with its value and origin, token secrets redacted', () => {

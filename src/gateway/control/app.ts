@@ -4,7 +4,7 @@
 // QPNs and session names), everything under /v1 needs a token: GET needs
 // read, anything else admin. An unknown /v1 path is 401 before it is 404, so
 // the routes are not probed without a token.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
@@ -27,7 +27,8 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   const app = Fastify({
     // pino's Logger is Fastify's logger; the cast only drops pino's extra generics.
     loggerInstance: options.logger.child({ component: 'control' }) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Requests are counted in metrics, not logged one by one (a scrape a second would flood the log).
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024,
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   });
