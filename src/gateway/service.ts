@@ -169,7 +169,15 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     })();
     return closing;
   };
-  const onSignal = (signal: NodeJS.Signals): void => void close(signal);
+  // A second signal while the orderly shutdown runs (a stuck step, an impatient
+  // operator) exits at once: everything acknowledged is already in the journal.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (closing !== undefined) {
+      log.warn({ signal }, 'second signal during shutdown: exiting now');
+      process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+    }
+    void close(signal);
+  };
   if (options.handleSignals ?? true) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

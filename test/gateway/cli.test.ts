@@ -71,6 +71,21 @@ test('qpgate serve starts on the embedded default, answers /healthz, and exits 0
   assert.doesNotMatch(gw.output(), /Warning|FSTDEP|DEP0\d+/, 'no deprecation or other warning at start or stop');
 });
 
+test('a second SIGTERM during the orderly shutdown exits at once (143), saying so', async () => {
+  // An order handler plug-in whose close() never returns holds the shutdown.
+  const dir = mkdtempSync(join(tmpdir(), 'qpgate-stuck-'));
+  const module = join(dir, 'stuck-handler.mjs');
+  writeFileSync(module, "export function createOrderHandler() { return { name: 'stuck', onEvent() {}, close: () => new Promise(() => {}) }; }\n");
+  const gw = await startGatewayProcess(['--set', `orders.handlers=[{module: "${module}"}]`]);
+  gw.child.kill('SIGTERM');
+  while (!gw.output().includes('"shutting down"')) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(gw.child.exitCode, null, 'the stuck handler holds the orderly shutdown');
+  gw.child.kill('SIGTERM');
+  assert.equal(await gw.exited, 143, gw.output());
+  assert.match(gw.output(), /second signal during shutdown: exiting now/);
+});
+
 test('qpgate config prints every key with its value and origin, token secrets redacted', () => {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-config-'));
   const file = join(dir, 'config.yaml');
