@@ -12,7 +12,7 @@ import { LatencyCounts } from '../native/latency-counts.js';
 import { OrderService } from '../orders/service.js';
 import { OrderSessionProvider } from '../orders/provider.js';
 import { orderMetrics } from '../orders/metrics.js';
-import { attachOrderHandler, loadOrderHandler, type AttachedOrderHandler } from '../orders/handler.js';
+import { attachOrderHandler, HANDLER_CLOSE_TIMEOUT_MS, loadOrderHandler, type AttachedOrderHandler } from '../orders/handler.js';
 import type { ControlExtension, GatewayState } from './state.js';
 
 /** The order service's part in the gateway's lifecycle (no routes of its own: /v1/sessions serves it). */
@@ -52,7 +52,8 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
   const handlers: AttachedOrderHandler[] = [];
   const detachHandlers = async (): Promise<void> => {
     for (const h of handlers.splice(0)) {
-      await h.detach().catch((err: unknown) => log.error({ err, handler: h.name }, 'order handler close failed'));
+      const closed = await h.detach().catch((err: unknown) => void log.error({ err, handler: h.name }, 'order handler close failed'));
+      if (closed === false) log.warn({ handler: h.name, timeoutMs: HANDLER_CLOSE_TIMEOUT_MS }, 'order handler close() did not finish in time; shutdown goes on');
     }
   };
   try {

@@ -55,9 +55,16 @@ export interface AttachedOrderHandler {
   readonly events: number;
   /** onEvent calls that threw. */
   readonly errors: number;
-  /** Stops its events and closes it. */
-  detach(): Promise<void>;
+  /**
+   * Stops its events and closes it, waiting at most `closeTimeoutMs` (a
+   * plug-in's close() that hangs must not hold the gateway's shutdown);
+   * false if it timed out. A close() that throws rejects.
+   */
+  detach(closeTimeoutMs?: number): Promise<boolean>;
 }
+
+/** How long detach() waits for a plug-in's close() by default. */
+export const HANDLER_CLOSE_TIMEOUT_MS = 5000;
 
 /** Attaches `handler` to the running service. `onError` hears each throw of onEvent. */
 export function attachOrderHandler(
@@ -87,11 +94,17 @@ export function attachOrderHandler(
     get errors() {
       return errors;
     },
-    async detach() {
-      if (detached) return;
+    async detach(closeTimeoutMs = HANDLER_CLOSE_TIMEOUT_MS) {
+      if (detached) return true;
       detached = true;
       stop();
-      await handler.close?.();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), closeTimeoutMs)));
+      try {
+        return await Promise.race([Promise.resolve(handler.close?.()).then(() => true), timedOut]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }

@@ -86,6 +86,19 @@ test('a second SIGTERM during the orderly shutdown exits at once (143), saying s
   assert.match(gw.output(), /second signal during shutdown: exiting now/);
 });
 
+test('a plug-in whose close() hangs delays the shutdown by at most 5 s, then it goes on and exits 0', { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'qpgate-stuck-'));
+  const module = join(dir, 'stuck-handler.mjs');
+  writeFileSync(module, "export function createOrderHandler() { return { name: 'stuck', onEvent() {}, close: () => new Promise(() => {}) }; }\n");
+  const gw = await startGatewayProcess(['--set', `orders.handlers=[{module: "${module}"}]`]);
+  const t0 = Date.now();
+  gw.child.kill('SIGTERM');
+  assert.equal(await gw.exited, 0, gw.output());
+  const took = Date.now() - t0;
+  assert.ok(took >= 4500 && took < 15_000, `shutdown took ${took} ms`);
+  assert.match(gw.output(), /order handler close\(\) did not finish in time; shutdown goes on/);
+});
+
 test('qpgate config prints every key with its value and origin, token secrets redacted', () => {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-config-'));
   const file = join(dir, 'config.yaml');
