@@ -143,8 +143,8 @@ const Duration = (description: string) =>
 export const SloObjectiveConfig = Type.Object(
   {
     name: Type.String({ pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$', description: 'a label value: lower case, digits, _ . -' }),
-    latency: Type.Union([Type.Literal('tick_publish'), Type.Literal('tick_e2e'), Type.Literal('order_ack')], {
-      description: "one of 'tick_publish', 'tick_e2e', 'order_ack'",
+    latency: Type.Union([Type.Literal('tick_publish'), Type.Literal('order_ack')], {
+      description: "one of 'tick_publish', 'order_ack'",
     }),
     percentile: Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 100, description: 'a percentile in (0, 100), e.g. 99' }),
     thresholdUs: Type.Number({ exclusiveMinimum: 0, description: 'the latency the percentile must stay at or below, in µs' }),

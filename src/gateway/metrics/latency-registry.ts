@@ -2,7 +2,7 @@
 //
 // A latency source is a function returning the cumulative counters of a
 // native latency histogram (LatencyCounts: HdrHistogram layout, values in ns).
-// The feed registers `tick_publish` and `tick_e2e`, order entry `order_ack`:
+// The feed registers `tick_publish`, order entry `order_ack`:
 //
 //   state.latency.registerLatency('tick_publish', 'Tick enqueue to on the wire.', () =>
 //     LatencyCounts.fromDense(engine.tickPublishCounts()));
