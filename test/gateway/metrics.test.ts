@@ -34,6 +34,18 @@ test('the strict parser rejects malformed exposition', () => {
   );
 });
 
+test('qpgate_build_info names the version, Node and the backend; Node metrics keep their usual names', async () => {
+  const m = await scrape();
+  const { version } = (await import('../../src/gateway/version.js')) as { version?: string; VERSION: string };
+  assert.equal(sampleValue(m, 'qpgate_build_info', { node: process.version, backend: 'soft' }), 1);
+  const info = [...m.values()].flatMap((f) => f.samples).find((s) => s.name === 'qpgate_build_info');
+  assert.match(info?.labels['version'] ?? '', /^\d+\.\d+\.\d+/);
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    assert.ok(sampleValue(m, name) !== undefined, `${name} is exported`);
+  }
+  assert.equal(sampleValue(m, 'qpgate_process_cpu_seconds_total'), undefined, 'no qpgate_ prefix on the standard ones');
+});
+
 test('device, wire and ingress counters are exported with units and drop reasons', async () => {
   const m = await scrape();
   for (const [name, type] of [

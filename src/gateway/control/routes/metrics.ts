@@ -8,7 +8,15 @@ import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
 
 export function createRegistry(state: GatewayState): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'qpgate_' });
+  // Node's standard metrics under their usual names (process_cpu_seconds_total,
+  // nodejs_heap_size_used_bytes...), so the usual Node dashboards work as they are.
+  collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'qpgate_build_info',
+    help: 'Always 1; the labels say which qpgate runs: its version, the Node.js version and the backend.',
+    labelNames: ['version', 'node', 'backend'],
+    registers: [registry],
+  }).set({ version: state.version, node: process.version, backend: state.config.backend.kind }, 1);
   const stats = () => state.engine.stats();
 
   // A counter whose value is a native running total, set on scrape.
