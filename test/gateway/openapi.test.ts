@@ -211,6 +211,22 @@ test('unknown routes, a wrong media type and a bad body answer {error, message}'
   assert.equal(notJson.json.error, 'bad_request');
 });
 
+test('a route that throws is 500 internal, the details only in the log', async () => {
+  const qps = gw.state.qps as unknown as { get: (qpn: number) => unknown };
+  const get = qps.get;
+  qps.get = () => {
+    throw new Error('secret detail');
+  };
+  try {
+    const r = await api.get('/v1/qps/7', READ_TOKEN);
+    assert.equal(r.status, 500);
+    assert.deepEqual(r.json, { error: 'internal', message: 'internal error; see the gateway log' });
+  } finally {
+    qps.get = get;
+  }
+  assert.equal((await api.get('/v1/qps/7', READ_TOKEN)).status, 404);
+});
+
 test('not_enabled (404) and unavailable (503) keep one meaning each', async () => {
   // Order entry is on, no feed exists: recovery sessions are not served by this gateway (404 not_enabled).
   const recovery = await api.post('/v1/sessions', ADMIN_TOKEN, { role: 'recovery', name: 'rec', qpn: 5, psn: 5, gid: '::ffff:127.9.9.9', mtu: 1024, feed: 'default', channels: [1] });
