@@ -51,7 +51,7 @@ export const ErrorBody = Type.Object(
     error: Type.String({ enum: ALL_ERROR_CODES, description: 'a stable code: one per HTTP status, and not_enabled for a 404 of a feature this gateway does not serve' }),
     message: Type.String({ description: 'what was wrong, for a person: names the field, the limit or the missing entitlement' }),
   },
-  { additionalProperties: false, description: 'the error shape of every control-plane error' },
+  { $id: 'ErrorBody', additionalProperties: false, description: 'the error shape of every control-plane error' },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
@@ -68,9 +68,12 @@ const DESCRIPTIONS: Record<ErrorStatus, string> = {
   503: 'unavailable: the feature is on but cannot serve now (shutting down, a feed not publishing)',
 };
 
-/** Response schemas for the given error statuses, for a route's `schema.response` (documentation only: see app.ts). */
+/**
+ * Response schemas for the given error statuses, for a route's `schema.response` (documentation only: see app.ts):
+ * references to ErrorBody, which the control plane adds as a shared schema (components.schemas.ErrorBody in the document).
+ */
 export function errorResponses(...statuses: ErrorStatus[]): Record<number, unknown> {
   const out: Record<number, unknown> = {};
-  for (const s of statuses) out[s] = { ...ErrorBody, description: DESCRIPTIONS[s] };
+  for (const s of statuses) out[s] = { description: DESCRIPTIONS[s], $ref: 'ErrorBody#' };
   return out;
 }

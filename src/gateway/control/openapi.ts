@@ -18,7 +18,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
-import { errorResponses, type ErrorStatus } from './errors.js';
+import { ErrorBody, errorResponses, type ErrorStatus } from './errors.js';
 
 export type DocScope = 'read' | 'admin' | 'entitlement';
 
@@ -66,8 +66,12 @@ export function documentV1Route(route: RouteOptions): void {
   if (scope !== 'read') statuses.push(403);
   if (schema.body !== undefined || schema.params !== undefined || schema.querystring !== undefined || hasBody(method)) statuses.push(400);
   if (hasBody(method)) statuses.push(413, 415);
-  const response = (schema.response ??= {}) as Record<string, unknown>;
-  for (const [status, body] of Object.entries(errorResponses(...statuses))) response[status] ??= body;
+  const response = (schema.response ??= {}) as Record<string, { description?: string }>;
+  for (const [status, body] of Object.entries(errorResponses(...statuses))) response[status] ??= body as { description?: string };
+  // The success answer described by the route's summary (not "Default Response"); a copy, as schemas are shared.
+  for (const [status, body] of Object.entries(response)) {
+    if (/^2\d\d$/.test(status) && body.description === undefined && schema.summary) response[status] = { ...body, description: schema.summary };
+  }
 }
 
 export interface OpenApiOptions {
@@ -78,7 +82,10 @@ export interface OpenApiOptions {
 
 /** Registers @fastify/swagger (it collects every route registered after it), /openapi.json and /docs. */
 export async function registerOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  app.addSchema(ErrorBody);
   await app.register(swagger, {
+    // Shared schemas by their $id in components.schemas (ErrorBody), not def-N.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
     // A plugin's '/' under a prefix is both /v1/feeds and /v1/feeds/ in Fastify: the document names it without the slash.
     transform: ({ schema, url }) => ({ schema: schema as never, url: url.length > 1 ? url.replace(/\/$/, '') : url }),
     openapi: {
