@@ -166,8 +166,8 @@ test('POST /v1/sessions: 401 without a token, 403 naming the missing entitlement
 
   // This gateway runs no feed, so nothing serves recovery sessions.
   const recovery = await post(TOKENS.ops, { role: 'recovery', name: 'rec', qpn: 5, psn: 5, gid: '::ffff:127.9.9.9', mtu: 1024, feed: 'default', channels: [1] });
-  assert.equal(recovery.status, 503);
-  assert.deepEqual(recovery.json, { error: 'unavailable', message: 'no recovery sessions: feed recovery is not enabled on this gateway' });
+  assert.equal(recovery.status, 404);
+  assert.deepEqual(recovery.json, { error: 'not_enabled', message: 'no recovery sessions: feed recovery is not enabled on this gateway' });
 });
 
 test('a session id survives a gateway restart: the same token and name get the same id', async () => {

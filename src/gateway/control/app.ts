@@ -4,7 +4,7 @@
 // QPNs and session names), everything under /v1 needs a token: GET needs
 // read, anything else admin. An unknown /v1 path is 401 before it is 404, so
 // the routes are not probed without a token.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
@@ -16,6 +16,40 @@ import { logLevelRoutes } from './routes/log-level.js';
 import { extensionRoutes } from './routes/extensions.js';
 import { statusPageRoutes, statusRoutes } from './routes/status.js';
 import type { GatewayState } from '../state.js';
+import { errorCode, sendError } from './errors.js';
+import { documentV1Route, registerOpenApi } from './openapi.js';
+import { EXTENSIONS, notEnabledMessage } from './routes/extensions.js';
+
+/** The largest request body the control plane reads; more is 413 payload_too_large. */
+export const BODY_LIMIT = 64 * 1024;
+
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  /** Left out of /openapi.json (the status page, the docs UI, a feature's "not enabled" placeholder). */
+  hidden: boolean;
+}
+
+const registeredRoutes = new WeakMap<FastifyInstance, RouteOptions[]>();
+
+/** Every route the control plane registered, one row per method (what the OpenAPI test compares the document with). */
+export function routesOf(app: FastifyInstance): RegisteredRoute[] {
+  // Read when asked: the /v1 plugin's onRoute hook (documentV1Route) runs after the root's and may hide a route.
+  return (registeredRoutes.get(app) ?? []).flatMap((route) =>
+    (Array.isArray(route.method) ? route.method : [route.method]).map((method) => ({
+      method: method.toUpperCase(),
+      url: route.url,
+      hidden: route.schema?.hide === true,
+    })),
+  );
+}
+
+/** What the document says this gateway does not serve. */
+function notServed(state: GatewayState): string[] {
+  return EXTENSIONS.filter((name) => state[name] === undefined).map(
+    (name) => `This gateway does not serve /v1/${name} (${notEnabledMessage(name)}): every /v1/${name} path answers 404 not_enabled.`,
+  );
+}
 
 export interface ControlPlaneOptions {
   state: GatewayState;
@@ -27,32 +61,45 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   const app = Fastify({
     // pino's Logger is Fastify's logger; the cast only drops pino's extra generics.
     loggerInstance: options.logger.child({ component: 'control' }) as FastifyBaseLogger,
-    // Requests are counted in metrics, not logged one by one (a scrape a second would flood the log).
+    // (the top-level disableRequestLogging option is deprecated since fastify 5.12)
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 64 * 1024,
+    bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   });
+  // Response schemas are the document's (openapi.ts), not a serializer: answers stay JSON.stringify's,
+  // as they were before the routes had response schemas, with every field a route sends.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  const routes: RouteOptions[] = [];
+  registeredRoutes.set(app, routes);
+  app.addHook('onRoute', (route) => void routes.push(route));
   const store = new TokenStore(options.tokens);
   const registry = createRegistry(options.state);
   countControlRequests(app, registry);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   const authenticate = requireToken(store);
+  const isV1 = (url: string): boolean => /^\/v1(\/|\?|$)/.test(url);
   app.setNotFoundHandler(async (request, reply) => {
-    if (/^\/v1(\/|\?|$)/.test(request.url)) {
+    if (isV1(request.url)) {
       await authenticate(request, reply);
       if (reply.sent) return reply;
     }
-    return reply.code(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url}` });
+    return sendError(reply, 404, `no route ${request.method} ${request.url}`);
   });
-  app.setErrorHandler((error: { statusCode?: number; validation?: unknown; message: string }, request, reply) => {
-    const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
+  app.setErrorHandler(async (error: { statusCode?: number; code?: string; validation?: unknown; message: string }, request, reply) => {
+    // A /v1 request that failed before auth ran (a body too large for an unknown path) is 401 first:
+    // without a token no /v1 answer tells what exists.
+    if (isV1(request.url) && request.principal === undefined) {
+      await authenticate(request, reply);
+      if (reply.sent) return reply;
+    }
+    const status = error.statusCode && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    void reply.code(status).send({
-      error: error.validation ? 'bad_request' : status >= 500 ? 'internal' : 'bad_request',
-      message: status >= 500 ? 'internal error; see the gateway log' : error.message,
-    });
+    let message = status >= 500 ? 'internal error; see the gateway log' : error.message;
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') message = `request body too large: limit ${request.routeOptions.bodyLimit ?? BODY_LIMIT} bytes`;
+    return reply.code(status).send({ error: error.validation ? 'bad_request' : errorCode(status), message });
   });
 
+  await registerOpenApi(app, { version: options.state.version, notes: notServed(options.state) });
   await app.register(healthRoutes, { state: options.state });
   await app.register(metricsRoutes, {
     state: options.state,
@@ -63,6 +110,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticate);
+      v1.addHook('onRoute', documentV1Route);
       await v1.register(deviceRoutes, { state: options.state });
       await v1.register(qpRoutes, { state: options.state });
       await v1.register(sloRoutes, { state: options.state });

@@ -3,6 +3,8 @@
 // engine thread runs and why, how the device receives (net report) and its
 // socket, wire and ingress counters.
 import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { looseObject } from '../openapi.js';
 import { loadAddon } from '../../../native/addon.js';
 import type { GatewayState } from '../../state.js';
 import { describeDevice } from '../../device/device.js';
@@ -41,5 +43,23 @@ export function deviceReport(state: GatewayState) {
 }
 
 export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
-  app.get('/device', async () => deviceReport(opts.state));
+  const DeviceReport = Type.Object(
+    {
+      backend: Type.Union([Type.Literal('soft'), Type.Literal('ibv')]),
+      device: Type.String({ description: 'backend.device: a network interface (soft) or an RDMA device (ibv)' }),
+      address: Type.String(),
+      features: looseObject('what the native addon was built with (crc: isal | zlib, ibv, ...)'),
+      rdma: looseObject('the verbs device: open, name, firmware, node GUID, limits, ports (state, MTU, GIDs)'),
+      numaNode: Type.Integer(),
+      engine: looseObject('running, placement (CPU, affinity, idle strategy and why), threads, stats'),
+      net: Type.Union([looseObject('how the device receives (receiveMode, ...)'), Type.Null()]),
+      counters: Type.Union([looseObject('socket, wire and ingress counters'), Type.Null()]),
+    },
+    { additionalProperties: true },
+  );
+  app.get(
+    '/device',
+    { schema: { tags: ['device'], summary: 'the backend, the RDMA device, its ports and the engine threads', response: { 200: DeviceReport } } },
+    async () => deviceReport(opts.state),
+  );
 }

@@ -13,9 +13,11 @@
 // schema and defaults as the embedded default's config), validated by TypeBox.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
+import { looseObject } from '../openapi.js';
 import { FeedChannelConfig, FeedsConfig } from '../../../feed/config.js';
 import { FEED_NAME_PATTERN, FeedError, type FeedEntry, type FeedRegistry } from '../../feed-registry.js';
 import type { Logger } from '../../log.js';
+import { errorResponses, sendError } from '../errors.js';
 
 const { instruments, synthetic, source, replay, sendSlots, hopLimit } = FeedsConfig.properties;
 
@@ -42,12 +44,31 @@ const ChannelParams = Type.Object(
   { additionalProperties: false },
 );
 
-const ERROR_NAMES = { 400: 'bad_request', 404: 'not_found', 409: 'conflict', 503: 'unavailable' } as const;
-
-function sendError(reply: FastifyReply, err: unknown): FastifyReply {
+function sendFeedError(reply: FastifyReply, err: unknown): FastifyReply {
   if (!(err instanceof FeedError)) throw err;
-  return reply.code(err.status).send({ error: ERROR_NAMES[err.status], message: err.message });
+  return sendError(reply, err.status, err.message);
 }
+
+const FeedViewSchema = Type.Object(
+  {
+    name: Type.String(),
+    origin: Type.Union([Type.Literal('config'), Type.Literal('api')], { description: 'config: the `feeds` section (named default); api: POST /v1/feeds' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    running: Type.Boolean(),
+    session: Type.Union([Type.Integer(), Type.Null()], { description: 'the feed session id in every frame' }),
+    reservedBytes: Type.Union([Type.Integer(), Type.Null()], { description: 'memory the channels and send slots reserved' }),
+    channels: Type.Array(looseObject('a channel: its config (id, groupA, groupB, frameSize, heartbeatMs, ring, snapshotSlots) and stats')),
+    publisher: Type.Union([looseObject('records, rejectedRecords, retries, postErrors, sendErrors, queued'), Type.Null()]),
+    source: Type.String({ description: 'synthetic or replay' }),
+    synthetic: looseObject('enabled, ratePerSec, stats'),
+    replay: Type.Union([looseObject('file, speed, loop, stats'), Type.Null()]),
+    instruments: Type.Object({ count: Type.Integer(), firstId: Type.Integer() }),
+    publishLatency: Type.Union([looseObject('publish latency percentiles'), Type.Null()]),
+    qp: Type.Union([looseObject('the UD QP in brief: qpn, type, state, sqPsn, qkey, sentPackets'), Type.Null()]),
+  },
+  { additionalProperties: true },
+);
+const FeedsList = Type.Object({ count: Type.Integer(), feeds: Type.Array(FeedViewSchema) }, { additionalProperties: false });
 
 /** The publisher's UD QP in brief (the full row is in /v1/qps); null once it is gone. */
 function qpBrief(e: FeedEntry) {
@@ -99,17 +120,21 @@ export async function feedRoutes(app: FastifyInstance, opts: { registry: FeedReg
     return e;
   };
 
-  app.get('/', async () => feedsSummary(registry));
+  app.get('/', { schema: { tags: ['feeds'], summary: 'every feed with its channels and counters', response: { 200: FeedsList } } }, async () =>
+    feedsSummary(registry),
+  );
 
-  app.get<{ Params: Static<typeof NameParams> }>('/:name', { schema: { params: NameParams } }, async (request, reply) => {
+  app.get<{ Params: Static<typeof NameParams> }>('/:name', { schema: { tags: ['feeds'], summary: 'one feed', params: NameParams, response: { 200: FeedViewSchema, ...errorResponses(404) } } }, async (request, reply) => {
     try {
       return feedView(find(request.params.name));
     } catch (err) {
-      return sendError(reply, err);
+      return sendFeedError(reply, err);
     }
   });
 
-  app.get<{ Params: Static<typeof ChannelParams> }>('/:name/channels/:id', { schema: { params: ChannelParams } }, async (request, reply) => {
+  app.get<{ Params: Static<typeof ChannelParams> }>('/:name/channels/:id', {
+      schema: { tags: ['feeds'], summary: 'one channel of a feed', params: ChannelParams, response: { 200: looseObject('the channel: its config and stats'), ...errorResponses(404) } },
+    }, async (request, reply) => {
     try {
       const view = feedView(find(request.params.name));
       const id = Number(request.params.id);
@@ -117,11 +142,20 @@ export async function feedRoutes(app: FastifyInstance, opts: { registry: FeedReg
       if (!channel) throw new FeedError(404, `feed "${view.name}" has no channel ${id}`);
       return channel;
     } catch (err) {
-      return sendError(reply, err);
+      return sendFeedError(reply, err);
     }
   });
 
-  app.post<{ Body: CreateFeedBody }>('/', { schema: { body: CreateFeedBody } }, async (request, reply) => {
+  app.post<{ Body: CreateFeedBody }>('/', {
+      schema: {
+        tags: ['feeds'],
+        summary: 'start a named feed',
+        description:
+          'The body is a `feeds` config section plus `name`. 409 for a taken name or group, past 16 feeds, over feeds.memoryBudgetBytes or the host\'s memory; 400 over feeds.feedMemoryBudgetBytes; nothing is left allocated.',
+        body: CreateFeedBody,
+        response: { 201: FeedViewSchema, ...errorResponses(409, 503) },
+      },
+    }, async (request, reply) => {
     const { name, ...config } = request.body;
     try {
       const entry = await registry.create(name, config, 'api');
@@ -129,18 +163,27 @@ export async function feedRoutes(app: FastifyInstance, opts: { registry: FeedReg
       log.info({ feed: name, session: view.session, qpn: view.qp?.qpn, channels: view.channels.map((c) => c.id) }, 'feed created');
       return reply.code(201).send(view);
     } catch (err) {
-      return sendError(reply, err);
+      return sendFeedError(reply, err);
     }
   });
 
-  app.delete<{ Params: Static<typeof NameParams> }>('/:name', { schema: { params: NameParams } }, async (request, reply) => {
+  app.delete<{ Params: Static<typeof NameParams> }>('/:name',
+    {
+      schema: {
+        tags: ['feeds'],
+        summary: 'stop a feed: END_OF_SESSION sent, groups left, its memory freed',
+        params: NameParams,
+        response: { 200: Type.Composite([FeedViewSchema, Type.Object({ deleted: Type.Literal(true) })], { additionalProperties: true }), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
     try {
       const view = feedView(find(request.params.name));
       registry.delete(request.params.name);
       log.info({ feed: view.name, session: view.session }, 'feed deleted');
       return { ...view, running: false, deleted: true };
     } catch (err) {
-      return sendError(reply, err);
+      return sendFeedError(reply, err);
     }
   });
 }

@@ -11,10 +11,22 @@ export const LogLevelBody = Type.Object(
   { additionalProperties: false },
 );
 
+const Level = Type.Unsafe<(typeof LOG_LEVELS)[number]>({ type: 'string', enum: [...LOG_LEVELS] });
+
 export async function logLevelRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
   const { state } = opts;
-  app.get('/log-level', async () => ({ level: state.logger.level }));
-  app.put<{ Body: Static<typeof LogLevelBody> }>('/log-level', { schema: { body: LogLevelBody } }, async (request) => {
+  app.get(
+    '/log-level',
+    { schema: { tags: ['log'], summary: 'the pino level', response: { 200: Type.Object({ level: Level }, { additionalProperties: false }) } } },
+    async () => ({ level: state.logger.level }));
+  app.put<{ Body: Static<typeof LogLevelBody> }>('/log-level', {
+      schema: {
+        tags: ['log'],
+        summary: 'change the pino level without a restart',
+        body: LogLevelBody,
+        response: { 200: Type.Object({ level: Level, previous: Level }, { additionalProperties: false }) },
+      },
+    }, async (request) => {
     const previous = state.logger.level;
     state.logger.level = request.body.level;
     app.log.level = request.body.level;

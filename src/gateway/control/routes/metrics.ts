@@ -4,6 +4,7 @@
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
+import { errorResponses } from '../errors.js';
 import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
 
 export function createRegistry(state: GatewayState): Registry {
@@ -307,7 +308,19 @@ export async function metricsRoutes(
 ): Promise<void> {
   const { registry } = opts;
   // control.metricsAuth 'token': any token (a read scope suffices), as Prometheus's bearer_token_file sends it.
-  app.get('/metrics', opts.authenticate ? { onRequest: opts.authenticate } : {}, async (_request, reply) => {
+  const schema = {
+    tags: ['health'],
+    summary: 'Prometheus metrics (text exposition format)',
+    description: opts.authenticate
+      ? 'Needs a bearer token of any scope (control.metricsAuth: token): the series name QPNs and sessions.'
+      : 'Open (control.metricsAuth: none).',
+    ...(opts.authenticate ? { security: [{ bearerAuth: [] }], 'x-qpgate-scope': 'read' as const } : { security: [] }),
+    response: {
+      200: { description: 'the metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+      ...(opts.authenticate ? errorResponses(401) : {}),
+    },
+  };
+  app.get('/metrics', opts.authenticate ? { onRequest: opts.authenticate, schema } : { schema }, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
   });

@@ -5,6 +5,20 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { GatewayState } from '../../state.js';
+import { errorResponses } from '../errors.js';
+
+const QpRow = Type.Object(
+  {
+    qpn: Type.Integer(),
+    type: Type.String({ description: 'RC, UC, UD' }),
+    state: Type.String({ description: 'RESET, INIT, RTR, RTS, SQD, SQE, ERR' }),
+    owner: Type.String(),
+    sqPsn: Type.Integer(),
+    rqPsn: Type.Integer(),
+    counters: Type.Object({}, { additionalProperties: true, description: 'every transport counter' }),
+  },
+  { additionalProperties: true, description: 'a QP: QPN, type, state, PSNs, destination, retransmits, timeouts, NAKs and RNR NAKs' },
+);
 
 export const QpnParams = Type.Object(
   { qpn: Type.String({ pattern: '^(0x[0-9a-fA-F]{1,6}|[0-9]{1,8})$', description: 'a QP number, decimal or 0x hex' }) },
@@ -13,11 +27,21 @@ export const QpnParams = Type.Object(
 
 export async function qpRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
   const { state } = opts;
-  app.get('/qps', async () => {
+  app.get(
+    '/qps',
+    {
+      schema: {
+        tags: ['qps'],
+        summary: 'every QP the gateway made',
+        response: { 200: Type.Object({ device: Type.Union([Type.String(), Type.Null()]), count: Type.Integer(), qps: Type.Array(QpRow) }, { additionalProperties: false }) },
+      },
+    },
+    async () => {
     const qps = state.qps.list();
     return { device: state.device?.name ?? null, count: qps.length, qps };
-  });
-  app.get<{ Params: { qpn: string } }>('/qps/:qpn', { schema: { params: QpnParams } }, async (request, reply) => {
+    },
+  );
+  app.get<{ Params: { qpn: string } }>('/qps/:qpn', { schema: { tags: ['qps'], summary: 'one QP, with every counter', params: QpnParams, response: { 200: QpRow, ...errorResponses(404) } } }, async (request, reply) => {
     const qpn = Number(request.params.qpn);
     if (qpn > 0xffffff) {
       return reply.code(400).send({ error: 'bad_request', message: `params/qpn must be at most 0xffffff (24 bits), got ${request.params.qpn}` });

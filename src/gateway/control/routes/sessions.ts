@@ -15,14 +15,17 @@
 // Statuses: 201 opened; 400 a bad body (the message names the field, what
 // was expected and what was given); 401 no or unknown token; 403 the token
 // is not entitled to the role, an account or a channel (named); 404 unknown
-// session (or the provider's: unknown feed, unknown account); 409 the name
-// is connected already; 429 the token or the gateway holds as many sessions
-// as control.sessions.maxPerToken / maxTotal allow (counted in
-// qpgate_control_sessions_refused_total{limit}); 503 no service for the
-// role, or shutting down.
+// session (or the provider's: unknown feed, unknown account), or
+// not_enabled: no service for the role in this gateway (order entry off in
+// the configuration, no feed for recovery); 409 the name is connected
+// already; 429 the token or the gateway holds as many sessions as
+// control.sessions.maxPerToken / maxTotal allow (counted in
+// qpgate_control_sessions_refused_total{limit}); 503 unavailable: shutting
+// down, or the provider cannot serve now (the feed is not publishing).
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { looseObject } from '../openapi.js';
 import { Value } from '@sinclair/typebox/value';
 import { Counter, type Registry } from 'prom-client';
 import type { ControlExtension, GatewayState } from '../../state.js';
@@ -30,6 +33,7 @@ import { SessionIds, type SessionIdEntry } from '../../sessions/session-ids.js';
 import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
 import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../sessions/provider.js';
 import { U64_MAX } from '../../../orders/config.js';
+import { errorResponses, NOT_ENABLED, sendError } from '../errors.js';
 
 const U24 = 0xffffff;
 
@@ -93,6 +97,37 @@ interface OpenSession {
   answer: SessionOpenAnswer;
   accounts: bigint[];
 }
+
+const Region = Type.Object(
+  {
+    name: Type.String(),
+    account: Type.Union([Type.String(), Type.Null()]),
+    addr: Type.String({ description: 'a u64 address, decimal string' }),
+    length: Type.Integer(),
+    rkey: Type.Integer(),
+    access: Type.Array(Type.String()),
+  },
+  { additionalProperties: true, description: 'a memory region the session may use (RDMA READ/WRITE/atomics)' },
+);
+const SessionOpened = Type.Object(
+  {
+    id: Type.Integer({ description: 'stable for (token, name) across reconnects and restarts' }),
+    role: Type.String(),
+    name: Type.String(),
+    accounts: Type.Array(Type.String()),
+    feed: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    channels: Type.Optional(Type.Array(Type.Integer())),
+    qpn: Type.Integer({ description: "the gateway's QP number" }),
+    psn: Type.Integer(),
+    gid: Type.String(),
+    mtu: Type.Integer(),
+    regions: Type.Array(Region),
+    layout: Type.Optional(looseObject('risk sessions: the risk pages\' layout, as GET /v1/sessions/risk-layout')),
+  },
+  { additionalProperties: true },
+);
+const SessionView = looseObject('a session: id, role, name, token, openedAt, connected, accounts, QP state, app_seq and counters');
+const IdParams = Type.Object({ id: Type.String({ description: 'a session id: an integer 1..4294967295' }) });
 
 const bad = (reply: FastifyReply, message: string) => reply.code(400).send({ error: 'bad_request', message });
 const forbidden = (reply: FastifyReply, message: string) => reply.code(403).send({ error: 'forbidden', message });
@@ -170,7 +205,24 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
   const listAll = (): SessionInfo[] => state.sessionProviders.flatMap((p) => p.list()).sort((a, b) => a.id - b.id);
 
   async function routes(app: FastifyInstance): Promise<void> {
-    app.post('/', { config: { scope: 'read' } }, async (request: FastifyRequest, reply: FastifyReply) => {
+    app.post(
+      '/',
+      {
+        config: { scope: 'read' },
+        // Validated by the route itself (firstProblem: messages naming the field, the expectation and the value);
+        // the schema is here for the document.
+        attachValidation: true,
+        schema: {
+          tags: ['sessions'],
+          summary: 'open an RC session (trading, risk, recovery): the handshake',
+          description:
+            'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels). 404 not_enabled when no service of this gateway serves the role; 429 past control.sessions.maxPerToken / maxTotal.',
+          'x-qpgate-scope': 'entitlement',
+          body: SessionOpenBody,
+          response: { 201: SessionOpened, ...errorResponses(404, 409, 429, 503) },
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
       if (!accepting) return reply.code(503).send({ error: 'unavailable', message: 'the gateway is shutting down: no new sessions' });
       const problem = firstProblem(SessionOpenBody, request.body, 'body');
       if (problem) return bad(reply, problem);
@@ -199,7 +251,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
 
       const provider = providerFor(body.role);
       if (provider === undefined) {
-        return reply.code(503).send({ error: 'unavailable', message: `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway` });
+        return sendError(reply, 404, `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway`, NOT_ENABLED);
       }
       const openingKey = `${principal.name}\u0000${body.name}`;
       if (opening.has(openingKey)) {
@@ -273,21 +325,49 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
     });
 
     // The risk pages' layout (word names, offsets within each page, meanings) without opening a session.
-    app.get('/risk-layout', async (_request, reply) => {
+    app.get(
+      '/risk-layout',
+      {
+        schema: {
+          tags: ['sessions'],
+          summary: "the risk pages' layout (word names, offsets, meanings) without opening a session",
+          response: { 200: looseObject('pageBytes and the words of each page'), ...errorResponses(404) },
+        },
+      },
+      async (_request, reply) => {
       const provider = state.sessionProviders.find((p) => typeof (p as { layout?: unknown }).layout === 'function') as
         | (SessionProvider & { layout(): unknown })
         | undefined;
-      if (provider === undefined) return reply.code(503).send({ error: 'unavailable', message: 'order entry is not enabled on this gateway' });
+      if (provider === undefined) return sendError(reply, 404, 'order entry is not enabled on this gateway', NOT_ENABLED);
       return provider.layout();
     });
 
-    app.get('/', async (request) => {
+    app.get(
+      '/',
+      {
+        schema: {
+          tags: ['sessions'],
+          summary: 'the sessions: a read token sees the ones it opened, an admin token every one',
+          response: { 200: Type.Object({ count: Type.Integer(), roles: Type.Array(Type.String()), sessions: Type.Array(SessionView) }, { additionalProperties: false }) },
+        },
+      },
+      async (request) => {
       const principal = request.principal!;
       const sessions = listAll().filter((s) => visible(principal, s.id)).map(view);
       return { count: sessions.length, roles: state.sessionProviders.flatMap((p) => p.roles), sessions };
     });
 
-    app.get('/:id', async (request, reply) => {
+    app.get(
+      '/:id',
+      {
+        schema: {
+          tags: ['sessions'],
+          summary: "one session (another token's is 404 for a read token)",
+          params: IdParams,
+          response: { 200: SessionView, ...errorResponses(404) },
+        },
+      },
+      async (request, reply) => {
       const id = parseId((request.params as { id: string }).id);
       if (typeof id === 'string') return bad(reply, id);
       const info = infoOf(id);
@@ -296,7 +376,23 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       return view(info);
     });
 
-    app.delete('/:id', { config: { scope: 'read' } }, async (request, reply) => {
+    app.delete(
+      '/:id',
+      {
+        config: { scope: 'read' },
+        schema: {
+          tags: ['sessions'],
+          summary: 'close a session: its QP to ERR (cancel-on-disconnect for trading)',
+          description: 'An admin token, or the token that opened the session.',
+          'x-qpgate-scope': 'entitlement',
+          params: IdParams,
+          response: {
+            200: Type.Object({ id: Type.Integer(), closed: Type.Boolean(), state: Type.String() }, { additionalProperties: false }),
+            ...errorResponses(404),
+          },
+        },
+      },
+      async (request, reply) => {
       const id = parseId((request.params as { id: string }).id);
       if (typeof id === 'string') return bad(reply, id);
       const info = infoOf(id);

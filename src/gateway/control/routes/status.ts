@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { GatewayState } from '../../state.js';
 import { deviceReport } from './device.js';
 import { latencySummary } from '../../metrics/latency-registry.js';
@@ -28,6 +29,11 @@ export function statusPagePath(): string {
   if (!found) throw new Error(`status page missing: looked in ${candidates.join(', ')}`);
   return found;
 }
+
+const Extension = Type.Object(
+  { enabled: Type.Boolean(), summary: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]) },
+  { additionalProperties: false, description: 'whether the service exists in this gateway, and its summary' },
+);
 
 export function statusReport(state: GatewayState) {
   const ext = (e: GatewayState['feeds']) => (e ? { enabled: true, summary: e.summary() } : { enabled: false, summary: null });
@@ -68,10 +74,37 @@ export async function statusPageRoutes(app: FastifyInstance): Promise<void> {
       .header('referrer-policy', 'no-referrer')
       .header('cache-control', 'no-store')
       .send(html);
-  app.get('/', page);
-  app.get('/status', page);
+  // The HTML shell is not part of the API document.
+  app.get('/', { schema: { hide: true } }, page);
+  app.get('/status', { schema: { hide: true } }, page);
 }
 
 export async function statusRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
-  app.get('/status', async () => statusReport(opts.state));
+  app.get(
+    '/status',
+    {
+      schema: {
+        tags: ['status'],
+        summary: 'one document for the status page and `qpgate status`',
+        response: {
+          200: Type.Object(
+            {
+              version: Type.String(),
+              now: Type.String({ format: 'date-time' }),
+              uptimeSeconds: Type.Number(),
+              ready: Type.Boolean(),
+              device: Type.Object({}, { additionalProperties: true, description: 'as GET /v1/device' }),
+              latencies: Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'each latency histogram: count, percentiles, buckets' }),
+              slo: Type.Object({}, { additionalProperties: true, description: 'as GET /v1/slo' }),
+              feeds: Extension,
+              sessions: Extension,
+              qps: Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'as GET /v1/qps' }),
+            },
+            { additionalProperties: true },
+          ),
+        },
+      },
+    },
+    async () => statusReport(opts.state),
+  );
 }
