@@ -62,8 +62,8 @@ test('POST /v1/sessions opens a trading session: 201 with the gateway QP in RTS 
   assert.equal(again.status, 409);
   assert.deepEqual(again.json, { error: 'conflict', message: 'session "desk-7" (id 1) is connected already; close it first (DELETE /v1/sessions/1)' });
   const notOwner = await call(gw.url, 'DELETE', '/v1/sessions/1', TOKENS.desk2);
-  assert.equal(notOwner.status, 403);
-  assert.deepEqual(notOwner.json, { error: 'forbidden', message: 'token "desk2" did not open session 1 and is not an admin token' });
+  assert.equal(notOwner.status, 404, 'another token\'s session is not found: its existence is not told');
+  assert.deepEqual(notOwner.json, { error: 'not_found', message: 'no session 1 on this gateway' });
   const closed = await call(gw.url, 'DELETE', '/v1/sessions/1', TOKENS.desk);
   assert.equal(closed.status, 200, JSON.stringify(closed.json));
   assert.equal(closed.json.id, 1);

@@ -109,7 +109,7 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.match(s.stdout, new RegExp(`^\\s*${live.id}\\s+trading\\s+live\\s+RTS\\s+\\d+\\s+desk2\\s+1\\s+1$`, 'm'));
     const refused = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer, '--close', String(live.id)]);
     assert.equal(refused.status, 1);
-    assert.equal(refused.stderr, `qpgate sessions: DELETE /v1/sessions/${live.id}: HTTP 403: token "viewer" did not open session ${live.id} and is not an admin token\n`);
+    assert.equal(refused.stderr, `qpgate sessions: DELETE /v1/sessions/${live.id}: HTTP 404: no session ${live.id} on this gateway\n`);
     const closed = await run(['sessions', '--url', gw.url, '--token', TOKENS.ops, '--close', String(live.id)]);
     assert.equal(closed.status, 0, closed.stderr);
     assert.match(closed.stdout, new RegExp(`^session ${live.id} closed \\(QP \\S+\\)$`, 'm'));

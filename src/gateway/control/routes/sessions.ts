@@ -396,12 +396,9 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       const id = parseId((request.params as { id: string }).id);
       if (typeof id === 'string') return bad(reply, id);
       const info = infoOf(id);
-      if (info === undefined) return notFound(reply, `no session ${id} on this gateway`);
       const principal = request.principal!;
-      const owner = ids.get(id)?.token;
-      if (principal.scope !== 'admin' && owner !== principal.name) {
-        return forbidden(reply, `token "${principal.name}" did not open session ${id} and is not an admin token`);
-      }
+      // Another token's session is not found, as in GET: its existence is not told.
+      if (info === undefined || !visible(principal, id)) return notFound(reply, `no session ${id} on this gateway`);
       const closed = closeSession(id, `DELETE by token "${principal.name}"`, true);
       return { id, closed, state: infoOf(id)?.state ?? 'closed' };
     });
