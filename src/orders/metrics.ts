@@ -25,6 +25,7 @@ const COUNTERS: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
   ['qpgate_order_decode_errors_total', 'Messages that were not a valid OrderMessage (answered by a MALFORMED Reject or the session closed).', field('decodeErrors')],
   ['qpgate_order_journal_records_total', 'Records appended to the order journal.', field('journalRecords')],
   ['qpgate_order_journal_syncs_total', 'fdatasync calls of the order journal.', field('journalSyncs')],
+  ['qpgate_order_risk_word_records_total', "Journal records of an account's remote-owned risk words (credit limit, kill switch) changed by a risk session's atomics.", field('riskWordRecords')],
   ['qpgate_order_back_pressure_events_total', 'Times receives were held back (clients got RNR NAKs) because answers were waiting.', field('backPressureEvents')],
   ['qpgate_order_session_disconnects_total', "Trading and risk sessions whose QP left RTS.", field('disconnects')],
   ['qpgate_order_events_total', 'Order events (accepted, replaced, filled, cancelled) handed from the engine to the TS order handlers.', field('orderEvents')],

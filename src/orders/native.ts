@@ -63,6 +63,10 @@ export interface NativeOrderStats {
   decodeErrors: number;
   journalRecords: number;
   journalSyncs: number;
+  /** Journal records of remote-owned risk words changed by risk sessions' atomics (docs/protocol.md §3.8). */
+  riskWordRecords: number;
+  /** Such records replayed at start: their values were put back into the accounts' words. */
+  riskWordsRestored: number;
   durablePosition: number;
   backPressureEvents: number;
   slowDisconnects: number;

@@ -206,6 +206,8 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"hellos", h.hellos.get()},
               {"decodeErrors", decode_errors},
               {"journalRecords", j.records_appended},
+              {"riskWordRecords", h.risk_word_records.get()},
+              {"riskWordsRestored", h.risk_words_restored.get()},
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},

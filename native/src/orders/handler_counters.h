@@ -25,6 +25,8 @@ struct alignas(64) HandlerCounters {
   SingleWriterCounter resends;          // resent ids answered from the duplicate table
   SingleWriterCounter hellos;
   SingleWriterCounter journal_records;
+  SingleWriterCounter risk_word_records;   // kRiskWords appended (a remote-owned word changed)
+  SingleWriterCounter risk_words_restored; // kRiskWords replayed at open
 };
 
 }  // namespace qpgate::orders

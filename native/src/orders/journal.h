@@ -1,5 +1,6 @@
-// The order journal: an append-only file of what the order handler accepted,
-// written before any answer goes out, replayed at start.
+// The order journal: an append-only file of what the order handler accepted
+// (and of the risk words clients' atomics changed, records.h), written before
+// any answer goes out, replayed at start.
 //
 // File: a 16-byte header, then records.
 //   header:  "QPGJRNL1" | u32 version (1) | u32 CRC-32 of the first 12 bytes

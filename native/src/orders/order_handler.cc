@@ -45,7 +45,11 @@ OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key
     instruments_.push_back(std::make_unique<Instrument>(ic, pool_));
     by_id_[ic.book.instrument_id] = instruments_.back().get();
   }
-  for (const AccountConfig& a : config.accounts) risk_.add(a.account, a.credit_limit);
+  for (const AccountConfig& a : config.accounts) {
+    // The configured values are where the journal's kRiskWords records start from.
+    RiskRegion& region = risk_.add(a.account, a.credit_limit);
+    journaled_risk_[a.account] = JournaledRisk{&region, RiskWords{region.credit_limit(), region.kill_switch()}};
+  }
   for (const SessionConfig& s : config.sessions) configure_session(s);
 }
 
@@ -173,9 +177,54 @@ bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payl
       apply_cancel_session(r, replay_out_);
       return true;
     }
+    case RecordType::kRiskWords: {
+      RiskWordsRecord r{};
+      if (!read_record(payload, r, error)) return false;
+      replay_risk_words(r);
+      return true;
+    }
   }
   error = "unknown record type " + std::to_string(type);
   return false;
+}
+
+void OrderHandler::replay_risk_words(const RiskWordsRecord& r) {
+  const auto it = journaled_risk_.find(r.account);
+  // An account no longer configured cannot trade: its words have nowhere to
+  // go. (Its records stay in the journal and apply again if it comes back.)
+  if (it == journaled_risk_.end()) return;
+  it->second.region->restore_remote_words(r.credit_limit, r.kill_switch);
+  it->second.words = RiskWords{r.credit_limit, r.kill_switch};
+  counters_.risk_words_restored.add();
+}
+
+// ---- risk words ----------------------------------------------------------------
+
+std::optional<OrderHandler::RiskWords> OrderHandler::settle_risk_words(JournaledRisk& account, std::uint64_t now_ns) {
+  const RiskWords seen{account.region->credit_limit(), account.region->kill_switch()};
+  if (seen == account.words) return seen;
+  const RiskWordsRecord r{account.region->account(), seen.credit_limit, seen.kill_switch};
+  if (journal(RecordType::kRiskWords, r, now_ns) == 0) {
+    say("the journal failed: %s", journal_->failure().c_str());
+    return std::nullopt;
+  }
+  counters_.risk_word_records.add();
+  account.words = seen;
+  return seen;
+}
+
+std::size_t OrderHandler::journal_risk_words(std::uint64_t now_ns) {
+  if (journal_->failed()) return 0;
+  const std::uint64_t before = counters_.risk_word_records.get();
+  for (auto& [id, account] : journaled_risk_) {
+    if (!settle_risk_words(account, now_ns)) break;
+  }
+  return counters_.risk_word_records.get() - before;
+}
+
+const OrderHandler::RiskWords* OrderHandler::journaled_risk_words(std::uint64_t account) const noexcept {
+  const auto it = journaled_risk_.find(account);
+  return it == journaled_risk_.end() ? nullptr : &it->second.words;
 }
 
 // ---- lookups -----------------------------------------------------------------
@@ -425,12 +474,15 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
     say("quantity %lld is not in 1..%lld", static_cast<ll>(o.quantity), static_cast<ll>(ins->config.max_quantity));
     return no(RejectReason::kInvalidQuantity);
   }
-  if (account->killed()) {
+  // The checks use the journaled snapshot, not the live words (see the header).
+  const std::optional<RiskWords> words = settle_risk_words(journaled_risk(o.account), now_ns);
+  if (!words) return refuse(s, o.client_order_id, RejectReason::kJournalFailure, out);
+  if (words->kill_switch != 0) {
     say("account %llu: kill switch is set", static_cast<ull>(o.account));
     return no(RejectReason::kKillSwitch);
   }
   const std::uint64_t open = account->open_notional();
-  const std::uint64_t limit = account->credit_limit();
+  const std::uint64_t limit = words->credit_limit;
   if (open + static_cast<std::uint64_t>(notional) > limit || open + static_cast<std::uint64_t>(notional) < open) {
     say("account %llu: open notional %llu + order notional %lld exceeds credit limit %llu", static_cast<ull>(o.account),
         static_cast<ull>(open), static_cast<ll>(notional), static_cast<ull>(limit));
@@ -535,15 +587,17 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
     say("quantity %lld is not in 1..%lld", static_cast<ll>(rp.quantity), static_cast<ll>(ins->config.max_quantity));
     return no(RejectReason::kInvalidQuantity);
   }
-  if (account->killed()) {
+  const std::optional<RiskWords> words = settle_risk_words(journaled_risk(n.account), now_ns);
+  if (!words) return refuse(s, rp.client_order_id, RejectReason::kJournalFailure, out);
+  if (words->kill_switch != 0) {
     say("account %llu: kill switch is set", static_cast<ull>(n.account));
     return no(RejectReason::kKillSwitch);
   }
   const std::int64_t delta = notional - n.price * n.leaves;
   const std::uint64_t open = account->open_notional();
-  if (delta > 0 && open + static_cast<std::uint64_t>(delta) > account->credit_limit()) {
+  if (delta > 0 && open + static_cast<std::uint64_t>(delta) > words->credit_limit) {
     say("account %llu: open notional %llu + %lld more exceeds credit limit %llu", static_cast<ull>(n.account),
-        static_cast<ull>(open), static_cast<ll>(delta), static_cast<ull>(account->credit_limit()));
+        static_cast<ull>(open), static_cast<ll>(delta), static_cast<ull>(words->credit_limit));
     return no(RejectReason::kCreditLimit);
   }
   const bool buy = n.side == Side::kBuy;

@@ -29,6 +29,16 @@
 // A journal that has failed is never written again: every request is
 // answered JOURNAL_FAILURE, not sequenced, at once (nothing waits for a
 // durability that cannot come).
+//
+// Remote-owned risk words (credit limit, kill switch) change under it, by a
+// client's RDMA atomic, with nothing to tell it. So an order's risk check
+// first loads the account's words once, journals them (kRiskWords) if they
+// differ from the last record, and checks that snapshot, never a newer load:
+// the order's own record (Ack or Reject) comes after the risk record in the
+// journal, so its answer, held until its record is durable, is never sent on
+// a value a restart could forget. journal_risk_words() does the same for
+// every account once per duty cycle, so a change is recorded even when no
+// order follows it. Replay stores the journaled values back into the words.
 #pragma once
 
 #include <cstdint>
@@ -106,6 +116,20 @@ class OrderHandler final : private BookListener {
   // Group commit; call once per duty cycle. True if it made records durable.
   bool poll(std::uint64_t now_ns) { return journal_->poll(now_ns); }
   bool flush() { return journal_->sync(); }
+
+  // The remote-owned words of an account as last journaled (or, with no
+  // record yet, as configured).
+  struct RiskWords {
+    std::uint64_t credit_limit = 0;
+    std::uint64_t kill_switch = 0;
+    bool operator==(const RiskWords&) const = default;
+  };
+  // Journals every account whose remote-owned words changed since their last
+  // record; call once per duty cycle (two loads per account). Returns the
+  // records appended (0 once the journal has failed).
+  std::size_t journal_risk_words(std::uint64_t now_ns);
+  // nullptr for an account that is not configured.
+  const RiskWords* journaled_risk_words(std::uint64_t account) const noexcept;
   std::uint64_t durable_position() const noexcept { return journal_->durable_position(); }
 
   const HandlerCounters& counters() const noexcept { return counters_; }
@@ -163,12 +187,23 @@ class OrderHandler final : private BookListener {
   template <typename Record>
   std::uint64_t journal(RecordType type, const Record& record, std::uint64_t now_ns);
 
+  struct JournaledRisk {
+    RiskRegion* region = nullptr;
+    RiskWords words;  // what the journal holds (or the configuration, before any record)
+  };
+  // Loads the account's remote-owned words once, journals them if they
+  // changed, and returns that snapshot for the order checks to use. nullopt:
+  // the journal failed (text_ says so).
+  std::optional<RiskWords> settle_risk_words(JournaledRisk& account, std::uint64_t now_ns);
+  JournaledRisk& journaled_risk(std::uint64_t account) { return journaled_risk_.at(account); }
+
   // After the checks and the journal, live and in replay alike.
   void apply_new_order(const NewOrderRecord& r, OutBuffer& out);
   void apply_cancel(const CancelRecord& r, OutBuffer& out);
   void apply_replace(const ReplaceRecord& r, OutBuffer& out);
   void apply_reject(const RejectRecord& r, std::string_view text, OutBuffer& out);
   void apply_cancel_session(const CancelSessionRecord& r, OutBuffer& out);
+  void replay_risk_words(const RiskWordsRecord& r);
   bool replay(std::uint16_t type, std::span<const std::uint8_t> payload, std::string& error);
 
   // An order that left the book path without resting: cancel its remainder, release it.
@@ -191,6 +226,7 @@ class OrderHandler final : private BookListener {
   std::unordered_map<std::uint32_t, Instrument*> by_id_;
   std::unordered_map<std::uint32_t, Session> sessions_;
   RiskRegistry risk_;
+  std::unordered_map<std::uint64_t, JournaledRisk> journaled_risk_;  // by account, one per region
   DedupeTable dedupe_;
   std::size_t max_ids_per_session_;
   std::unique_ptr<Journal> journal_;

@@ -327,6 +327,10 @@ bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_
 
 int OrderService::do_work(std::uint64_t now_ns) {
   int work = 0;
+  // Before the receives: a risk session's atomic since the last cycle is
+  // journaled even if no order for the account ever comes (a restart must not
+  // un-kill it). Its record is made durable by this cycle's handler poll.
+  work += static_cast<int>(handler_->journal_risk_words(now_ns));
   for (std::size_t i = 0; i < sessions_.size(); ++i) {
     RcSession& s = *sessions_[i];
     if (!s.disconnected) work += poll_session(s, now_ns);

@@ -1,7 +1,8 @@
 // One order-entry service: an OrderHandler (books, journal, risk) and the RC
 // sessions that reach it, driven by the engine's duty cycle (order_agent.h).
 //
-//   do_work: poll every session's CQ in batches (no waiting) → on_message →
+//   do_work: journal the risk words clients' atomics changed (order_handler.h)
+//   → poll every session's CQ in batches (no waiting) → on_message →
 //   handler.poll (group commit) → post the SENDs whose journal records are
 //   durable → publish the durable trades/book changes on the feed → hand the
 //   durable order events to the order-event sink, if one is attached (a JS

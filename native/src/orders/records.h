@@ -4,6 +4,11 @@
 // trade ids come out the same; each record carries the app_seq and order id
 // it was given, and replay refuses to start if they do not come out equal
 // (a changed configuration, e.g. a different self-match policy, would do it).
+//
+// kRiskWords is not an input's record: it holds an account's remote-owned risk
+// words (credit limit, kill switch) as the engine found them after a client's
+// RDMA atomic changed them, so a restart puts them back (risk_region.h and
+// OrderHandler::journal_risk_words say when it is written).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,7 @@ enum class RecordType : std::uint16_t {
   kReplace = 3,
   kReject = 4,
   kCancelSession = 5,  // cancel-on-disconnect
+  kRiskWords = 6,      // an account's remote-owned words changed
 };
 
 struct NewOrderRecord {
@@ -63,5 +69,14 @@ struct CancelSessionRecord {
   std::uint32_t session;
   std::uint32_t pad;
 };
+
+// 24 bytes. The words' values as loaded, not the atomics that made them:
+// replay stores them back, whatever sequence of FETCH_ADDs and CMP_SWAPs led there.
+struct RiskWordsRecord {
+  std::uint64_t account;
+  std::uint64_t credit_limit;  // RemoteOwnedWords::kCreditLimit
+  std::uint64_t kill_switch;   // RemoteOwnedWords::kKillSwitch (non-zero = killed)
+};
+static_assert(sizeof(RiskWordsRecord) == 24);
 
 }  // namespace qpgate::orders

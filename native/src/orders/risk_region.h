@@ -8,6 +8,9 @@
 //     limit, the kill switch. HCA atomics are atomic only against other HCA
 //     atomics, so the CPU never read-modify-writes these words: it only loads
 //     them (acquire). MR access: REMOTE_ATOMIC | REMOTE_READ | LOCAL_WRITE.
+//     Their changes reach no code path by themselves, so the order handler
+//     journals them (RecordType::kRiskWords) when it sees them, and a restart
+//     restores them (OrderHandler::journal_risk_words).
 //   page 1, local-owned: words the engine thread maintains (position, open
 //     notional, ...), written with single-writer atomic stores, readable
 //     remotely by RDMA READ. A seqlock `version` word (odd while an update is
@@ -100,6 +103,14 @@ class RiskRegion {
   // Remote-owned: loads only.
   std::uint64_t credit_limit() const noexcept { return load(RemoteOwnedWords::kCreditLimit); }
   bool killed() const noexcept { return load(RemoteOwnedWords::kKillSwitch) != 0; }
+  std::uint64_t kill_switch() const noexcept { return load(RemoteOwnedWords::kKillSwitch); }
+  // Puts back journaled values of the remote-owned words (journal replay at
+  // open). The one CPU store to that page: safe only before any session has
+  // registered it for remote atomics, which replay is (no session exists yet).
+  void restore_remote_words(std::uint64_t credit_limit, std::uint64_t kill_switch) noexcept {
+    store(RemoteOwnedWords::kCreditLimit, credit_limit);
+    store(RemoteOwnedWords::kKillSwitch, kill_switch);
+  }
 
   // Local-owned: the engine thread is the only writer.
   std::int64_t position() const noexcept { return static_cast<std::int64_t>(load(kRiskPageBytes + LocalOwnedWords::kPosition)); }

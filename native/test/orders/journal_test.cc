@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +118,77 @@ TEST_F(JournalRestart, ARestartRebuildsBooksAppSeqsRiskAndTheDuplicateTable) {
   EXPECT_EQ(next->app_seq, seq_a + 1);
   EXPECT_EQ(next->order_id, original.order_id + 1);
   EXPECT_NE(first<CancelAck>(send(*h, kSessionA, Cancel{8, 3, kInstrument}), kSessionA), nullptr);
+}
+
+// What a remote FETCH_ADD / CMP_SWAP does to a word (the soft device's responder, or the NIC).
+void remote_set(OrderHandler& h, std::uint64_t account, std::size_t word, std::uint64_t value) {
+  std::atomic_ref<std::uint64_t>{*h.risk().find(account)->remote_word(word)}.store(value);
+}
+
+TEST_F(JournalRestart, AKillSwitchAnOrderWasCheckedAgainstSurvivesARestart) {
+  {
+    auto h = open_handler();
+    ASSERT_NE(h, nullptr);
+    remote_set(*h, kAccountA, RemoteOwnedWords::kCreditLimit, 1500);
+    remote_set(*h, kAccountA, RemoteOwnedWords::kKillSwitch, 1);
+    const Reject* rj = first<Reject>(send(*h, kSessionA, buy(1, 100, 1)), kSessionA);
+    ASSERT_NE(rj, nullptr);
+    EXPECT_EQ(rj->reason, RejectReason::kKillSwitch);
+  }
+  auto h = open_handler();
+  ASSERT_NE(h, nullptr);
+  EXPECT_TRUE(h->risk().find(kAccountA)->killed());
+  EXPECT_EQ(h->risk().find(kAccountA)->credit_limit(), 1500u);
+  EXPECT_FALSE(h->risk().find(kAccountB)->killed()) << "another account keeps its configured words";
+  EXPECT_EQ(h->risk().find(kAccountB)->credit_limit(), 1'000'000'000u);
+  const Reject* rj = first<Reject>(send(*h, kSessionA, buy(2, 100, 1)), kSessionA);
+  ASSERT_NE(rj, nullptr);
+  EXPECT_EQ(rj->reason, RejectReason::kKillSwitch);
+}
+
+TEST_F(JournalRestart, RiskWordsAreJournaledOnceForEachChangeAndTheLastValueIsRestored) {
+  {
+    auto h = open_handler();
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->journal_risk_words(1), 0u) << "the configured values need no record";
+    remote_set(*h, kAccountB, RemoteOwnedWords::kKillSwitch, 7);
+    EXPECT_EQ(h->journal_risk_words(2), 1u) << "the duty cycle's scan records a change no order followed";
+    EXPECT_EQ(h->journal_risk_words(3), 0u);
+    EXPECT_EQ(send(*h, kSessionB, sell(1, 100, 1)).size(), 1u);  // KILL_SWITCH, no second risk record
+    remote_set(*h, kAccountB, RemoteOwnedWords::kKillSwitch, 0);  // lifted again: that is a change too
+    remote_set(*h, kAccountB, RemoteOwnedWords::kCreditLimit, 500);
+    EXPECT_NE(first<Reject>(send(*h, kSessionB, sell(2, 100, 6)), kSessionB), nullptr);  // 600 > 500
+    EXPECT_EQ(h->counters().risk_word_records.get(), 2u);
+    EXPECT_EQ(h->journal_risk_words(4), 0u);
+  }
+  auto h = open_handler();
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->counters().risk_words_restored.get(), 2u);
+  EXPECT_FALSE(h->risk().find(kAccountB)->killed());
+  EXPECT_EQ(h->risk().find(kAccountB)->credit_limit(), 500u);
+  const OrderHandler::RiskWords* journaled = h->journaled_risk_words(kAccountB);
+  ASSERT_NE(journaled, nullptr);
+  EXPECT_EQ(journaled->credit_limit, 500u);
+  EXPECT_EQ(journaled->kill_switch, 0u);
+  EXPECT_EQ(h->journal_risk_words(5), 0u) << "restored values are the journaled ones: nothing to record again";
+  EXPECT_NE(first<Ack>(send(*h, kSessionB, sell(3, 100, 5)), kSessionB), nullptr);
+}
+
+TEST_F(JournalRestart, AnAnswerCheckedAgainstANewRiskWordWaitsForItsRecord) {
+  HandlerConfig c = small_config(path_);
+  c.journal.sync = SyncPolicy::kGroupCommit;
+  c.journal.group_max_records = 1000;
+  std::string error;
+  auto h = OrderHandler::open(c, error);
+  ASSERT_NE(h, nullptr) << error;
+  remote_set(*h, kAccountA, RemoteOwnedWords::kKillSwitch, 1);
+  const std::uint64_t before = h->journal().appended_position();
+  OutBuffer out;
+  h->on_message(kSessionA, bytes_of(buy(1, 100, 1)), 1, out);
+  EXPECT_EQ(h->journal().stats().records_appended, 2u) << "the risk record, then the reject's";
+  EXPECT_GT(out.durable_position(), before + kRecordHeaderBytes + sizeof(RiskWordsRecord))
+      << "the reject is held past the risk record's end";
+  EXPECT_LT(h->durable_position(), out.durable_position());
 }
 
 TEST_F(JournalRestart, ATornTailIsTruncatedAndNeverApplied) {

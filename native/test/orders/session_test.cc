@@ -560,6 +560,67 @@ TEST(OrderSessions, ARestartKeepsAckedOrdersAndAppSeqsAndResendsWhatTheClientMis
   EXPECT_EQ((*s)->handler().book(kInstrument)->resting_orders(), 1u);
 }
 
+// Item 7 of issue 13: the kill switch and credit limit were memory only, so a
+// restart brought the configured values back and a killed account traded again.
+TEST(OrderSessions, KillSwitchAndCreditLimitSetByRdmaAtomicsSurviveARestart) {
+  TempDir dir;
+  const ServiceConfig cfg = service_config(dir.file("journal"));
+  auto device = open_device("127.66.12.1");
+  ASSERT_TRUE(device);
+  auto cycle = [&](OrderService& s, std::vector<Client*> clients) {
+    device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
+    s.do_work(engine::monotonic_ns());
+    for (Client* c : clients) c->work();
+  };
+  auto drive = [&](OrderService& s, std::vector<Client*> clients, const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + 3s;
+    while (!done() && std::chrono::steady_clock::now() < until) cycle(s, clients);
+    return done();
+  };
+  {
+    auto s = OrderService::open(*device, cfg);
+    ASSERT_TRUE(s.ok());
+    Client risk("127.66.12.2");
+    auto ra = risk.handshake(**s, 10, SessionRole::kRisk, {kAccountA});
+    ASSERT_TRUE(ra.ok()) << ra.error().message;
+    const RegionGrant* remote = grant(*ra, "risk.remote", kAccountA);
+    ASSERT_NE(remote, nullptr);
+    // The credit limit from 1e9 to 1500 (FETCH_ADD), then the kill switch (CMP_SWAP): no order follows.
+    risk.atomic(verbs::WrOpcode::ATOMIC_FETCH_AND_ADD, remote->addr + RemoteOwnedWords::kCreditLimit, remote->rkey,
+                1500 - 1'000'000'000ULL);
+    risk.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, remote->addr + RemoteOwnedWords::kKillSwitch, remote->rkey, 0, 1);
+    ASSERT_TRUE(drive(**s, {&risk}, [&] { return risk.completions.size() == 2; }));
+    ASSERT_EQ(risk.completions[1].status, verbs::WcStatus::IBV_WC_SUCCESS);
+    for (int i = 0; i < 4; ++i) cycle(**s, {&risk});  // the duty cycles after the atomics' ACKs
+  }  // the gateway goes away
+  auto s = OrderService::open(*device, cfg);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  RiskRegion* region = (*s)->handler().risk().find(kAccountA);
+  EXPECT_TRUE(region->killed()) << "a restart must not un-kill the account";
+  EXPECT_EQ(region->credit_limit(), 1500u) << "nor bring the configured credit limit back";
+
+  Client trader("127.66.12.3"), risk("127.66.12.4");
+  ASSERT_TRUE(trader.handshake(**s, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  trader.send(Hello{0});
+  trader.send(buy(1, 100, 1));
+  ASSERT_TRUE(drive(**s, {&trader}, [&] { return trader.all<Reject>().size() == 1; }));
+  EXPECT_EQ(trader.all<Reject>()[0]->reason, RejectReason::kKillSwitch);
+
+  // The restored values are in the registered words themselves: the risk
+  // session's CMP_SWAP finds 1 and lifts the kill switch.
+  auto ra = risk.handshake(**s, 10, SessionRole::kRisk, {kAccountA});
+  ASSERT_TRUE(ra.ok()) << ra.error().message;
+  const RegionGrant* remote = grant(*ra, "risk.remote", kAccountA);
+  ASSERT_NE(remote, nullptr);
+  risk.atomic(verbs::WrOpcode::ATOMIC_CMP_AND_SWP, remote->addr + RemoteOwnedWords::kKillSwitch, remote->rkey, 1, 0);
+  ASSERT_TRUE(drive(**s, {&trader, &risk}, [&] { return risk.completions.size() == 1; }));
+  EXPECT_EQ(risk.result_word(), 1u);
+  trader.send(buy(2, 100, 20));  // 2000 > 1500
+  trader.send(buy(3, 100, 10));
+  ASSERT_TRUE(drive(**s, {&trader, &risk}, [&] { return trader.all<Reject>().size() == 2 && trader.all<Ack>().size() == 1; }));
+  EXPECT_EQ(trader.all<Reject>()[1]->reason, RejectReason::kCreditLimit);
+}
+
 TEST(OrderSessions, UnderDropAndReorderEveryOrderIsAnsweredOnceAndFillsAreConserved) {
   TempDir dir;
   ServiceConfig cfg = service_config(dir.file("journal"));
