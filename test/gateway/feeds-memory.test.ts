@@ -81,7 +81,7 @@ test('a feed shows what it reserved; the next one over the gateway budget is 409
   assert.equal(view.reservedBytes, feedReservedBytes(cfg));
   assert.equal(view.channels[0]!.stats.reservedBytes, channelReservedBytes(cfg.channels[0]!));
 
-  const metrics = parsePrometheusText((await api.get('/metrics')).text);
+  const metrics = parsePrometheusText((await api.get('/metrics', READ_TOKEN)).text);
   assert.equal(sampleValue(metrics, 'qpgate_feed_reserved_bytes', { feed: 'first', channel: '2' }), channelReservedBytes(cfg.channels[0]!));
   assert.equal(sampleValue(metrics, 'qpgate_feed_send_slot_bytes', { feed: 'first' }), 256 * 1024);
   assert.equal(sampleValue(metrics, 'qpgate_feeds_memory_budget_bytes'), 5 * MiB);
