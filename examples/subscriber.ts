@@ -16,7 +16,10 @@
 // (stops at whichever comes first; default 5 s), --stats (only the stats
 // lines, no ticks).
 //
-// What it prints: one line per tick (unless --stats),
+// What it prints: the channels, the publisher's session when first seen,
+//   feed default: channel 1 (239.77.0.1/239.77.0.2)
+//   session ch 1: 0 -> 1405148713 from seq 29344
+// one line per tick (unless --stats),
 //   tick ch 1 seq 4711 QUOTE instrument 7 {"instrumentId":7,"bidPrice":"10012",...}
 // every second a line of the subscriber's stats,
 //   stats 1 s: received 10234 gaps 0 duplicates 3301 lost 0 latency p50 61.4 µs p99 880.6 µs p99.9 2150.4 µs
@@ -73,6 +76,11 @@ const sub = await subscribe({
     const body = m.decode();
     console.log(`tick ch ${m.channel} seq ${m.seq} ${typeName(m.type)} instrument ${m.instrumentId} ${JSON.stringify(body?.value ?? null, bigintsAsText)}`);
     if (ticks >= count) finish();
+  },
+  onSession(c) {
+    // The first frame of a channel names its publisher's session; a new one means the publisher restarted
+    // (or another gateway publishes to the same groups: give each gateway groups of its own).
+    console.log(`session ch ${c.channel}: ${c.oldSession} -> ${c.newSession} from seq ${c.nextSeq}`);
   },
   onGap(g) {
     console.log(`gap ch ${g.channel}: ${g.count} messages from seq ${g.fromSeq} lost`);

@@ -17,12 +17,27 @@ const HANDLER = join(EXAMPLES, 'order-handler.js');
 
 let gw: GatewayProcess;
 let token: string;
+// Multicast groups of this gateway's own: every gateway on the host with the embedded default publishes to
+// 239.77.0.1/2 on loopback, and a subscriber follows the newest session it sees on a group.
+const octet = () => Math.floor(Math.random() * 250);
+const GROUPS = [`239.78.${octet()}.${1 + octet()}`, `239.78.${octet()}.${1 + octet()}`] as const;
 
 before(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-examples-'));
   const config = join(dir, 'handler.yaml');
-  // The README's way to load the example handler: orders.handlers in a config file.
-  writeFileSync(config, ['orders:', '  handlers:', `    - module: ${HANDLER}`, '      options: {file: fills-per-account.json}', ''].join('\n'));
+  // The README's way to load the example handler: orders.handlers in a config file; the rest is the embedded default.
+  writeFileSync(
+    config,
+    [
+      'orders:',
+      '  handlers:',
+      `    - module: ${HANDLER}`,
+      '      options: {file: fills-per-account.json}',
+      'feeds:',
+      `  channels: [{id: 1, groupA: ${GROUPS[0]}, groupB: ${GROUPS[1]}}]`,
+      '',
+    ].join('\n'),
+  );
   gw = await startGatewayProcess(['--config', config]);
   token = readFileSync(join(gw.stateDir, 'admin.token'), 'utf8').trim();
 });
@@ -69,7 +84,16 @@ test('subscriber: discovers the default feed, prints 300 ticks in sequence with 
   const r = await runExample('subscriber', ['--address', freeLoopbackAddress(), '--count', '300', '--seconds', '30']);
   assert.equal(r.status, 0, r.stderr);
   const out = lines(r.stdout);
-  assert.match(out[0]!, /^feed default: channel 1 \(239\.77\.0\.1\/239\.77\.0\.2\)$/);
+  assert.equal(out[0], `feed default: channel 1 (${GROUPS[0]}/${GROUPS[1]})`);
+  // One publisher, one session, seen once.
+  const sessions = out.filter((l) => l.startsWith('session '));
+  assert.equal(sessions.length, 1, r.stdout);
+  const session = /^session ch 1: 0 -> (\d+) from seq \d+$/.exec(sessions[0]!);
+  assert.ok(session, sessions[0]);
+  assert.equal(out[1], sessions[0]);
+  // ...the session of this gateway's feed.
+  const feed = (await (await fetch(`${gw.url}/v1/feeds/default`, { headers: { authorization: `Bearer ${token}` } })).json()) as { session: number };
+  assert.equal(Number(session[1]), feed.session);
   const ticks = out.filter((l) => l.startsWith('tick '));
   assert.equal(ticks.length, 300, r.stdout);
   // Every tick: channel, seq, a decoded type and body; seqs consecutive (nothing lost, nothing repeated).
@@ -99,6 +123,7 @@ test('subscriber --stats: a stats line every second, received rising, no gaps, l
   assert.equal(r.status, 0, r.stderr);
   const out = lines(r.stdout);
   assert.ok(!out.some((l) => l.startsWith('tick ')), 'no ticks with --stats');
+  assert.equal(out.filter((l) => l.startsWith('session ')).length, 1, r.stdout);
   const stats = out.filter((l) => l.startsWith('stats ')).map((l) => STATS.exec(l));
   // Two from the timer (at 1 s and 2 s) and the final one.
   assert.ok(stats.length >= 3, r.stdout);
