@@ -25,7 +25,8 @@
 //   stats 1 s: received 10234 gaps 0 duplicates 3301 lost 0 latency p50 61.4 µs p99 880.6 µs p99.9 2150.4 µs
 // and at the end
 //   done: 50 ticks, gaps 0
-// Exit status 0, or 1 if the gateway cannot be reached.
+// Exit status 0, or 1 with one line on stderr if the gateway cannot be
+// reached or refuses the token.
 import { parseArgs } from 'node:util';
 import { discoverChannels, MessageType, subscribe, type FeedSubscriber } from 'qpgate';
 
@@ -59,7 +60,10 @@ function statsLine(sub: FeedSubscriber, elapsedS: number): string {
 }
 
 // Without --token, discoverChannels itself falls back to $QPGATE_TOKEN, then var/admin.token.
-const channels = await discoverChannels({ url: args.url, ...(args.token ? { token: args.token } : {}) }, args.feed);
+const channels = await discoverChannels({ url: args.url, ...(args.token ? { token: args.token } : {}) }, args.feed).catch((err: unknown) => {
+  console.error(`subscriber: ${(err as Error).message}`); // no gateway there, a refused token, no such feed
+  process.exit(1);
+});
 console.log(`feed ${args.feed}: ${channels.map((c) => `channel ${c.id} (${c.groupA}${c.groupB ? `/${c.groupB}` : ''})`).join(', ')}`);
 
 let ticks = 0;

@@ -5,6 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +140,18 @@ test('subscriber --stats: a stats line every second, received rising, no gaps, l
     assert.ok(p50 > 0 && p50 <= p99 && p99 <= p999, r.stdout);
   }
   assert.match(out[out.length - 1]!, /^done: \d+ ticks, gaps 0$/);
+});
+
+test('subscriber: no gateway at --url is one line on stderr and exit status 1', { timeout: 60_000 }, async () => {
+  // A loopback port just closed: nothing listens there. The later --url wins over the test gateway's.
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  const r = await runExample('subscriber', ['--address', freeLoopbackAddress(), '--url', `http://127.0.0.1:${port}`]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `subscriber: no gateway answers at http://127.0.0.1:${port} (ECONNREFUSED): is \`qpgate serve\` running? (--url to point elsewhere)\n`);
+  assert.equal(r.stdout, '');
 });
 
 test('order-client: a resting buy and a crossing sell; both Acks, both Fills of one trade, the rest cancelled', { timeout: 90_000 }, async () => {
