@@ -42,7 +42,7 @@ before(async () => {
   );
   gw = await startGatewayProcess(['--config', config]);
   token = readFileSync(join(gw.stateDir, 'admin.token'), 'utf8').trim();
-});
+}, { timeout: 60_000 });
 
 after(async () => {
   if (gw.child.exitCode === null) gw.child.kill('SIGKILL');
