@@ -42,10 +42,17 @@ export async function startGatewayProcess(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not become ready in 15 s:\n${out}`)), 15_000);
     const onData = (): void => {
-      for (const line of out.split('\n')) {
+      // Whole lines only: a chunk may end inside the ready line (parsing half of it threw, after the timer was cleared).
+      for (const line of out.split('\n').slice(0, -1)) {
         if (!line.includes('"qpgate ready"')) continue;
+        let url: string;
+        try {
+          url = (JSON.parse(line) as { url: string }).url;
+        } catch {
+          continue; // stderr interleaved into the line: keep waiting (the timer still runs)
+        }
         clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url);
+        resolve(url);
         return;
       }
     };
