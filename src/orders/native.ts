@@ -104,8 +104,7 @@ export interface NativeOrderService {
   readonly id: number;
   /** Throws (code 'EEXIST') when the session id has a live QP. */
   openSession(options: NativeOpenSession): NativeSessionAnswer;
-  /** `forget`: also free its resend store. */
-  closeSession(session: number, forget?: boolean): boolean;
+  closeSession(session: number): boolean;
   sessions(): NativeOrderSessionInfo[];
   stats(): NativeOrderStats;
   /** HdrHistogram counters (ns), the layout of LatencyCounts. */

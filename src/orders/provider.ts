@@ -52,8 +52,8 @@ export class OrderSessionProvider implements SessionProvider {
     };
   }
 
-  close(id: number, forget = false): boolean {
-    return this.#service.closeSession(id, forget);
+  close(id: number): boolean {
+    return this.#service.closeSession(id);
   }
 
   /** The risk pages' words: name, offset within the page, meaning. */

@@ -90,9 +90,8 @@ export class OrderService {
     return this.native.openSession(options);
   }
 
-  /** `forget`: also free the session's resend store (closed for good, not reconnecting). */
-  closeSession(session: number, forget = false): boolean {
-    return this.#native?.closeSession(session, forget) ?? false;
+  closeSession(session: number): boolean {
+    return this.#native?.closeSession(session) ?? false;
   }
 
   sessions(): NativeOrderSessionInfo[] {

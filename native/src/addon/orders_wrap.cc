@@ -141,10 +141,8 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
   Napi::Value CloseSession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::uint32_t session = to_u32(env, info[0], "service.closeSession: session");
-    const bool forget = info.Length() > 1 && info[1].ToBoolean().Value();
     bool closed = false;
-    with_service(env, "service.closeSession",
-                 [&](orders::OrderService& s) { closed = s.close_session(session, engine::monotonic_ns(), forget); });
+    with_service(env, "service.closeSession", [&](orders::OrderService& s) { closed = s.close_session(session, engine::monotonic_ns()); });
     return Napi::Boolean::New(env, closed);
   }
 

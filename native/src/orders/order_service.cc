@@ -153,12 +153,11 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   return a;
 }
 
-bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns, bool forget) {
+bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns) {
   const auto it = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s->id() == id; });
   if (it == sessions_.end()) return false;
   if (!(*it)->disconnected) lose(**it, now_ns);
   sessions_.erase(it);
-  if (forget) stores_.erase(id);
   return true;
 }
 

@@ -130,10 +130,9 @@ class OrderService {
 
   // EEXIST if the session is connected; EINVAL for a bad request (naming it).
   verbs::Result<SessionAnswer> open_session(const SessionRequest& request, std::uint64_t now_ns);
-  // Ends the session's connection. `forget`: also frees its resend store (the
-  // session is closed for good: a later Hello finds only what a restart's
-  // replay rebuilds); a reconnect keeps it.
-  bool close_session(std::uint32_t session, std::uint64_t now_ns, bool forget = false);
+  // Ends the session's connection; its resend store stays for the next run
+  // of the session (a client that closes and comes back with Hello).
+  bool close_session(std::uint32_t session, std::uint64_t now_ns);
   std::vector<SessionInfo> sessions() const;
 
   int do_work(std::uint64_t now_ns);
@@ -159,7 +158,7 @@ class OrderService {
   const MarketData& market_data() const noexcept { return market_data_; }
   RcSession* session(std::uint32_t id) const noexcept;
   std::size_t session_count() const noexcept { return sessions_.size(); }
-  // Memory held by the resend stores (grows with use, freed by close_session(forget)).
+  // Memory held by the resend stores (each grows with its session's messages).
   std::size_t resend_bytes() const noexcept;
 
  private:

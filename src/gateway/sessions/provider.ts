@@ -59,12 +59,7 @@ export interface SessionProvider {
   /** Throws SessionError(status, message) for what the client must fix (404 unknown feed, ...). */
   open(req: SessionOpenRequest): SessionOpenAnswer;
   /** QP to ERR and resources freed (cancel-on-disconnect for trading). False when it has no such session. */
-  /**
-   * Ends the session's connection. `forget` (DELETE /v1/sessions/:id): it is
-   * closed for good, so what the gateway kept for its reconnect (order
-   * entry's resend store) is freed too; a reopen keeps it.
-   */
-  close(id: number, forget?: boolean): boolean;
+  close(id: number): boolean;
   list(): SessionInfo[];
 }
 

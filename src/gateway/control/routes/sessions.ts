@@ -399,14 +399,14 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       const principal = request.principal!;
       // Another token's session is not found, as in GET: its existence is not told.
       if (info === undefined || !visible(principal, id)) return notFound(reply, `no session ${id} on this gateway`);
-      const closed = closeSession(id, `DELETE by token "${principal.name}"`, true);
+      const closed = closeSession(id, `DELETE by token "${principal.name}"`);
       return { id, closed, state: infoOf(id)?.state ?? 'closed' };
     });
   }
 
-  function closeSession(id: number, why: string, forget = false): boolean {
+  function closeSession(id: number, why: string): boolean {
     let closed = false;
-    for (const p of state.sessionProviders) if (p.list().some((s) => s.id === id)) closed = p.close(id, forget) || closed;
+    for (const p of state.sessionProviders) if (p.list().some((s) => s.id === id)) closed = p.close(id) || closed;
     open.delete(id);
     log.info({ id, why, closed }, 'session closed');
     return closed;
