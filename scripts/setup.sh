@@ -18,6 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev libprotozero-dev)
 # Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
 optional_pkgs=(libibverbs-dev)
+# The README's first commands after `npm start` (curl /healthz, /v1/device).
+quickstart_pkgs=(curl ca-certificates)
 test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
   # the rxe guest for the ibv backend's tests (test/rdma-vm): qemu, the guest's
   # userland and rdma-core's tools; kmod for modinfo/depmod on the unpacked kernel
@@ -31,7 +33,7 @@ test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy ip
   # the fresh-root step of .ci/run (test/fresh-root): a minimal bookworm root, the checkout from git
   mmdebstrap git)
 
-pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}")
+pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}" "${quickstart_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")
 
 sudo_cmd=()

@@ -30,6 +30,11 @@ $(tail -40 "$FRESH_WORK/quickstart-setup.log")"
     || die "npm start did not answer /healthz with 200; gateway log:
 $(tail -30 "$log")"
 
+  step "quick start: the README's curl commands"
+  root_sh "$root" "$app" root -- 'curl -sf http://127.0.0.1:7470/healthz && curl -sf -H "Authorization: Bearer $(cat var/admin.token)" http://127.0.0.1:7470/v1/device' \
+    > "$FRESH_WORK/curl.out" 2>&1 || die "the README's curl commands failed: $(tail -5 "$FRESH_WORK/curl.out")"
+  grep -q '"status":"ok"' "$FRESH_WORK/curl.out" || die "curl /healthz did not say ok: $(head -c 300 "$FRESH_WORK/curl.out")"
+
   step "quick start: qpgate subscribe --count $QUICKSTART_TICKS"
   local ticks
   ticks=$(root_sh "$root" "$app" root -- "timeout 60 node bin/qpgate.js subscribe --count $QUICKSTART_TICKS" 2> "$FRESH_WORK/subscribe.err" | grep -c '^ch [0-9]* seq ' || true)
