@@ -4,6 +4,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
 import { effectiveConfig, formatEffective } from './config/effective.js';
+import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
 import { createLogger } from './log.js';
@@ -167,6 +168,19 @@ export async function main(argv: string[]): Promise<number> {
         process.stderr.write(`qpgate replay: ${(err as Error).message}\n`);
         exitCode = EXIT_CONFIG;
       }
+    });
+
+  program
+    .command('completion')
+    .argument('<shell>', 'bash')
+    .description('print a shell completion script: qpgate completion bash > /etc/bash_completion.d/qpgate')
+    .action((shell: string) => {
+      if (shell !== 'bash') {
+        process.stderr.write(`qpgate completion: only bash is supported, got ${JSON.stringify(shell)}\n`);
+        exitCode = EXIT_USAGE;
+        return;
+      }
+      process.stdout.write(bashCompletion(program));
     });
 
   try {

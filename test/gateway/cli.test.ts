@@ -123,3 +123,25 @@ test('qpgate config prints every key with its value and origin, token secrets re
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /engine\.idleStrategy \(from --set engine\.idleStrategy=fast\): expected one of/);
 });
+
+test('qpgate completion bash completes commands and each command\'s own options in a real bash', () => {
+  const script = run(['completion', 'bash']);
+  assert.equal(script.status, 0, script.stderr);
+  const file = join(mkdtempSync(join(tmpdir(), 'qpgate-completion-')), 'qpgate.bash');
+  writeFileSync(file, script.stdout);
+  const complete = (words: string[]) => {
+    const r = spawnSync(
+      'bash',
+      ['-c', `source "${file}"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _qpgate; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim().split('\n').filter(Boolean).sort();
+  };
+  assert.deepEqual(complete(['qpgate', 'su']), ['subscribe']);
+  assert.deepEqual(complete(['qpgate', 'co']), ['completion', 'config']);
+  assert.deepEqual(complete(['qpgate', 'subscribe', '--co']), ['--config', '--count']);
+  assert.ok(complete(['qpgate', 'risk', '--']).includes('--kill'));
+  assert.ok(!complete(['qpgate', 'serve', '--']).includes('--kill'), 'options are per command');
+  assert.equal(run(['completion', 'fish']).status, 64);
+});
