@@ -11,6 +11,7 @@ import { Option, type Command } from 'commander';
 import { basename, dirname, resolve } from 'node:path';
 
 import { ClientError, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { MessageType } from './messages.js';
 import { TickFileWriter } from './recording.js';
@@ -113,10 +114,9 @@ function statsSample(sub: FeedSubscriber, startedMs: number, previous: { receive
 }
 
 function statsLine(x: StatsSample): string {
-  const us = (ns: number | null) => (ns === null ? '-' : (ns / 1000).toFixed(1));
   return (
     `${x.seconds} s  ${x.received} msgs  ${x.perSecond}/s  gaps ${x.gaps}  dups ${x.duplicates}  ` +
-    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${us(x.latencyNs.p50)} µs  p99 ${us(x.latencyNs.p99)} µs  p99.9 ${us(x.latencyNs.p999)} µs`
+    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}`
   );
 }
 

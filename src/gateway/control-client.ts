@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
+import { formatNs } from './units.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
 
@@ -193,7 +194,7 @@ function formatFeeds(feeds: { enabled: boolean; summary?: unknown }): string[] {
       out.push(`		channel ${c.id} (${groups})${st ? `: next seq ${st.nextSeq}, ${st.messages} messages in ${st.frames} frames, ${st.heartbeats} heartbeats` : ''}`);
     }
     const l = f.publishLatency;
-    if (l && l.count > 0) out.push(`		publish latency: p50 ${(l.p50Ns / 1000).toFixed(1)} µs, p99 ${(l.p99Ns / 1000).toFixed(1)} µs (${l.count} samples)`);
+    if (l && l.count > 0) out.push(`		publish latency: p50 ${formatNs(l.p50Ns)}, p99 ${formatNs(l.p99Ns)} (${l.count} samples)`);
   }
   return out;
 }
