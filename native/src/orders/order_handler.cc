@@ -204,10 +204,7 @@ std::optional<OrderHandler::RiskWords> OrderHandler::settle_risk_words(Journaled
   const RiskWords seen{account.region->credit_limit(), account.region->kill_switch()};
   if (seen == account.words) return seen;
   const RiskWordsRecord r{account.region->account(), seen.credit_limit, seen.kill_switch};
-  if (journal(RecordType::kRiskWords, r, now_ns) == 0) {
-    say("the journal failed: %s", journal_->failure().c_str());
-    return std::nullopt;
-  }
+  if (journal(RecordType::kRiskWords, r, now_ns) == 0) return std::nullopt;
   counters_.risk_word_records.add();
   account.words = seen;
   return seen;
@@ -221,6 +218,7 @@ std::size_t OrderHandler::journal_risk_words(std::uint64_t now_ns) {
   }
   return counters_.risk_word_records.get() - before;
 }
+
 
 const OrderHandler::RiskWords* OrderHandler::journaled_risk_words(std::uint64_t account) const noexcept {
   const auto it = journaled_risk_.find(account);
@@ -315,8 +313,7 @@ void OrderHandler::on_message(std::uint32_t session_id, std::span<const std::uin
   }
   if (journal_->failed()) {
     // Nothing can be recorded, so nothing is done: an answer now, not one held for ever.
-    say("the journal failed: %s", journal_->failure().c_str());
-    return refuse(s, client_order_id_of(message), RejectReason::kJournalFailure, out);
+    return refuse_journal_failure(s, client_order_id_of(message), out);
   }
   if (const auto* m = std::get_if<NewOrder>(&message)) {
     on_new_order(s, *m, now_ns, out);
@@ -362,10 +359,7 @@ void OrderHandler::reject(Session& s, std::uint64_t client_order_id, RejectReaso
   r.session = s.id;
   r.reason = static_cast<std::uint8_t>(reason);
   const std::uint64_t at = journal(RecordType::kReject, r, now_ns);
-  if (at == 0) {
-    say("the journal failed: %s", journal_->failure().c_str());
-    return refuse(s, client_order_id, RejectReason::kJournalFailure, out);
-  }
+  if (at == 0) return refuse_journal_failure(s, client_order_id, out);
   counters_.rejects[static_cast<std::size_t>(reason)].add();
   out.require_durable(at);
   apply_reject(r, text_, out);
@@ -374,6 +368,24 @@ void OrderHandler::reject(Session& s, std::uint64_t client_order_id, RejectReaso
 void OrderHandler::refuse(Session& s, std::uint64_t client_order_id, RejectReason reason, OutBuffer& out) {
   counters_.rejects[static_cast<std::size_t>(reason)].add();
   out.add(s.id, 0, Reject{0, client_order_id, reason, text_, false});
+}
+
+void OrderHandler::refuse_journal_failure(Session& s, std::uint64_t client_order_id, OutBuffer& out) {
+  say("the journal failed: %s", journal_->failure().c_str());
+  refuse(s, client_order_id, RejectReason::kJournalFailure, out);
+}
+
+bool OrderHandler::admit(Session& s, std::uint64_t client_order_id, std::uint64_t now_ns, OutBuffer& out) {
+  if (!s.throttle.try_take(now_ns)) {
+    say("session %u is over its order rate", s.id);
+    refuse(s, client_order_id, RejectReason::kThrottled, out);
+    return false;
+  }
+  if (!room_for_id(s)) {
+    refuse(s, client_order_id, RejectReason::kIdLimit, out);
+    return false;
+  }
+  return true;
 }
 
 bool OrderHandler::room_for_id(const Session& s) {
@@ -437,11 +449,7 @@ void OrderHandler::resend(Session& s, const DedupeEntry& e, OutBuffer& out) {
 
 void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now_ns, OutBuffer& out) {
   if (const DedupeEntry* e = dedupe_.find(s.id, o.client_order_id)) return resend(s, *e, out);
-  if (!s.throttle.try_take(now_ns)) {
-    say("session %u is over its order rate", s.id);
-    return refuse(s, o.client_order_id, RejectReason::kThrottled, out);
-  }
-  if (!room_for_id(s)) return refuse(s, o.client_order_id, RejectReason::kIdLimit, out);
+  if (!admit(s, o.client_order_id, now_ns, out)) return;
   auto no = [&](RejectReason reason) { reject(s, o.client_order_id, reason, now_ns, out); };
   using ull = unsigned long long;
   using ll = long long;
@@ -476,7 +484,7 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
   }
   // The checks use the journaled snapshot, not the live words (see the header).
   const std::optional<RiskWords> words = settle_risk_words(journaled_risk(o.account), now_ns);
-  if (!words) return refuse(s, o.client_order_id, RejectReason::kJournalFailure, out);
+  if (!words) return refuse_journal_failure(s, o.client_order_id, out);
   if (words->kill_switch != 0) {
     say("account %llu: kill switch is set", static_cast<ull>(o.account));
     return no(RejectReason::kKillSwitch);
@@ -515,10 +523,7 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
   r.side = static_cast<std::uint8_t>(o.side);
   r.time_in_force = static_cast<std::uint8_t>(o.time_in_force);
   const std::uint64_t at = journal(RecordType::kNewOrder, r, now_ns);
-  if (at == 0) {
-    say("the journal failed: %s", journal_->failure().c_str());
-    return refuse(s, o.client_order_id, RejectReason::kJournalFailure, out);
-  }
+  if (at == 0) return refuse_journal_failure(s, o.client_order_id, out);
   out.require_durable(at);
   apply_new_order(r, out);
 }
@@ -545,21 +550,14 @@ void OrderHandler::on_cancel(Session& s, const Cancel& c, std::uint64_t now_ns, 
   r.session = s.id;
   r.instrument_id = c.instrument_id;
   const std::uint64_t at = journal(RecordType::kCancel, r, now_ns);
-  if (at == 0) {
-    say("the journal failed: %s", journal_->failure().c_str());
-    return refuse(s, c.client_order_id, RejectReason::kJournalFailure, out);
-  }
+  if (at == 0) return refuse_journal_failure(s, c.client_order_id, out);
   out.require_durable(at);
   apply_cancel(r, out);
 }
 
 void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_ns, OutBuffer& out) {
   if (const DedupeEntry* e = dedupe_.find(s.id, rp.client_order_id)) return resend(s, *e, out);
-  if (!s.throttle.try_take(now_ns)) {
-    say("session %u is over its order rate", s.id);
-    return refuse(s, rp.client_order_id, RejectReason::kThrottled, out);
-  }
-  if (!room_for_id(s)) return refuse(s, rp.client_order_id, RejectReason::kIdLimit, out);
+  if (!admit(s, rp.client_order_id, now_ns, out)) return;
   auto no = [&](RejectReason reason) { reject(s, rp.client_order_id, reason, now_ns, out); };
   using ull = unsigned long long;
   using ll = long long;
@@ -588,7 +586,7 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
     return no(RejectReason::kInvalidQuantity);
   }
   const std::optional<RiskWords> words = settle_risk_words(journaled_risk(n.account), now_ns);
-  if (!words) return refuse(s, rp.client_order_id, RejectReason::kJournalFailure, out);
+  if (!words) return refuse_journal_failure(s, rp.client_order_id, out);
   if (words->kill_switch != 0) {
     say("account %llu: kill switch is set", static_cast<ull>(n.account));
     return no(RejectReason::kKillSwitch);
@@ -621,10 +619,7 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
   r.session = s.id;
   r.instrument_id = rp.instrument_id;
   const std::uint64_t at = journal(RecordType::kReplace, r, now_ns);
-  if (at == 0) {
-    say("the journal failed: %s", journal_->failure().c_str());
-    return refuse(s, rp.client_order_id, RejectReason::kJournalFailure, out);
-  }
+  if (at == 0) return refuse_journal_failure(s, rp.client_order_id, out);
   out.require_durable(at);
   apply_replace(r, out);
 }

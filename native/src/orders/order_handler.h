@@ -179,6 +179,11 @@ class OrderHandler final : private BookListener {
               Charge charge = Charge::kAlreadyTaken);
   // An answer that is not sequenced, journaled or remembered: nothing happened (text_ says why).
   void refuse(Session& s, std::uint64_t client_order_id, RejectReason reason, OutBuffer& out);
+  // refuse() with JOURNAL_FAILURE and the journal's own reason.
+  void refuse_journal_failure(Session& s, std::uint64_t client_order_id, OutBuffer& out);
+  // A NewOrder's or Replace's first step, before any validation: a throttle
+  // token and room for its id. False once it has been refused.
+  bool admit(Session& s, std::uint64_t client_order_id, std::uint64_t now_ns, OutBuffer& out);
   // True if the session and the gateway may remember one more id (else text_ says which is full).
   bool room_for_id(const Session& s);
   // The duplicate-table entry of a new id (room_for_id was checked, or replay did).
@@ -193,7 +198,7 @@ class OrderHandler final : private BookListener {
   };
   // Loads the account's remote-owned words once, journals them if they
   // changed, and returns that snapshot for the order checks to use. nullopt:
-  // the journal failed (text_ says so).
+  // the journal failed.
   std::optional<RiskWords> settle_risk_words(JournaledRisk& account, std::uint64_t now_ns);
   JournaledRisk& journaled_risk(std::uint64_t account) { return journaled_risk_.at(account); }
 
