@@ -11,6 +11,7 @@ import { Option, type Command } from 'commander';
 import { basename, dirname, resolve } from 'node:path';
 
 import { ClientError, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { jsonLine } from '../gateway/json.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { MessageType } from './messages.js';
@@ -50,8 +51,6 @@ function parseSeconds(text: string | undefined): number | undefined {
   return s;
 }
 
-const jsonReplacer = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
-
 /** One JSON object per message (--json): what formatTick prints, as fields. */
 export function tickJson(m: FeedMessage): string {
   let body: unknown;
@@ -61,10 +60,7 @@ export function tickJson(m: FeedMessage): string {
     body = { undecodable: (err as Error).message };
   }
   const type = typeNames.get(m.type) ?? m.type;
-  return JSON.stringify(
-    { channel: m.channel, seq: m.seq, type, instrumentId: m.instrumentId, snapshot: m.snapshot, recovered: m.recovered, body },
-    jsonReplacer,
-  );
+  return jsonLine({ channel: m.channel, seq: m.seq, type, instrumentId: m.instrumentId, snapshot: m.snapshot, recovered: m.recovered, body });
 }
 
 /** One line per message: channel, sequence, type, instrument and the decoded body. */
@@ -72,7 +68,7 @@ export function formatTick(m: FeedMessage): string {
   let body: string;
   try {
     const d = m.decode();
-    body = d === undefined ? `${m.body.length} bytes` : JSON.stringify(d.value, jsonReplacer);
+    body = d === undefined ? `${m.body.length} bytes` : jsonLine(d.value);
   } catch (err) {
     body = `undecodable: ${(err as Error).message}`;
   }

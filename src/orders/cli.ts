@@ -16,6 +16,7 @@ import { ClientError, getJson, resolveToken, table, type ClientOptions } from '.
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';
+import { jsonLine } from '../gateway/json.js';
 import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject, type SequencedMessage } from './messages.js';
 
 export interface SessionCliOptions extends ClientOptions {
@@ -109,16 +110,11 @@ export function formatMessage(m: SequencedMessage): string {
   }
 }
 
-/** A message as one JSON line (--json): its kind and fields, 64-bit numbers as decimal strings. */
-export function messageJson(m: SequencedMessage | Reject): string {
-  return JSON.stringify(m, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-}
-
 export async function orderCommand(
   opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string; json?: boolean },
   out: (line: string) => void,
 ): Promise<number> {
-  const show = (m: SequencedMessage | Reject) => out(opts.json ? messageJson(m) : formatMessage(m));
+  const show = (m: SequencedMessage | Reject) => out(opts.json ? jsonLine(m) : formatMessage(m));
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
@@ -147,7 +143,7 @@ export async function orderCommand(
     try {
       p = parseOrderLine(line);
     } catch (err) {
-      out(opts.json ? JSON.stringify({ line: lineNo, error: (err as Error).message }) : `line ${lineNo}: ${(err as Error).message}`);
+      out(opts.json ? jsonLine({ line: lineNo, error: (err as Error).message }) : `line ${lineNo}: ${(err as Error).message}`);
       failures++;
       continue;
     }
@@ -164,7 +160,7 @@ export async function orderCommand(
     if (answer.kind === 'reject') failures++;
   }
   await new Promise((r) => setTimeout(r, opts.linger !== undefined ? int(opts.linger, '--linger') : 200));
-  out(opts.json ? JSON.stringify({ session: client.id, lastAppSeq: String(client.lastAppSeq) }) : `session ${client.id} last app_seq ${client.lastAppSeq}`);
+  out(opts.json ? jsonLine({ session: client.id, lastAppSeq: client.lastAppSeq }) : `session ${client.id} last app_seq ${client.lastAppSeq}`);
   await client.close();
   return failures > 0 ? 1 : 0;
 }
@@ -175,7 +171,7 @@ export async function riskCommand(
 ): Promise<number> {
   // --json: each change and each account's words as one JSON object per line.
   const changed = (text: string, fields: { account: bigint; word: string; op: string; before: bigint; after: bigint }) =>
-    out(opts.json ? JSON.stringify({ ...fields, account: String(fields.account), before: String(fields.before), after: String(fields.after) }) : text);
+    out(opts.json ? jsonLine(fields) : text);
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
@@ -217,7 +213,7 @@ export async function riskCommand(
       }
       const w = await risk.readAll(account);
       if (opts.json) {
-        out(JSON.stringify({ account: String(account), ...Object.fromEntries(Object.entries(w).map(([k, v]) => [k, String(v)])) }));
+        out(jsonLine({ account, ...w }));
         continue;
       }
       out(

@@ -25,6 +25,7 @@
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { jsonSafe } from '../../json.js';
 import { looseObject } from '../openapi.js';
 import { Value } from '@sinclair/typebox/value';
 import { Counter, type Registry } from 'prom-client';
@@ -132,19 +133,6 @@ const IdParams = Type.Object({ id: Type.String({ description: 'a session id: an 
 const bad = (reply: FastifyReply, message: string) => reply.code(400).send({ error: 'bad_request', message });
 const forbidden = (reply: FastifyReply, message: string) => reply.code(403).send({ error: 'forbidden', message });
 const notFound = (reply: FastifyReply, message: string) => reply.code(404).send({ error: 'not_found', message });
-
-/** JSON with u64 values (bigints) as decimal strings. */
-export function jsonSafe(v: unknown): unknown {
-  if (typeof v === 'bigint') return v.toString();
-  if (Array.isArray(v)) return v.map(jsonSafe);
-  if (v !== null && typeof v === 'object') {
-    if (v instanceof Date) return v.toISOString();
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = jsonSafe(x);
-    return out;
-  }
-  return v;
-}
 
 export interface SessionsExtensionOptions {
   /** Adds to the extension's summary (e.g. the order service's counters). */
