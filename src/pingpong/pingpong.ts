@@ -76,6 +76,10 @@ export interface PingpongResult {
   readonly received: number;
   /** Client with `check`: the pattern survived every round trip. */
   readonly checked: boolean | undefined;
+  /**
+   * The device's counters (`net.`, `wire.`, `ingress.`) and the QP's (`qp.`),
+   * read once the QP is gone, so no packet of this run leaves after them.
+   */
   readonly counters: Readonly<Record<string, number>>;
 }
 
@@ -133,7 +137,7 @@ export async function runPingpong(options: PingpongOptions): Promise<PingpongRes
     print(`${iters} iters in ${loop.seconds.toFixed(2)} seconds = ${(usec / iters).toFixed(2)} usec/iter`);
     const checked = pattern === undefined ? undefined : payloadOf(ctx, transport, size).equals(pattern);
     if (checked === false) print('invalid data: the buffer that came back differs from the one sent');
-    const counters = flatCounters(ctx.device);
+    const counters = finalCounters(ctx);
     print(`  soft device counters: ${Object.entries(counters).filter(([k, v]) => v !== 0 && /icrc|drop|accepted|malformed/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
     return { local, remote, iters, bytes, seconds: loop.seconds, usecPerIter: usec / iters, sent: loop.sent, received: loop.received, checked, counters };
   } finally {
@@ -269,6 +273,21 @@ function fillPattern(ctx: Context, transport: 'rc' | 'ud', size: number): Buffer
 
 function payloadOf(ctx: Context, transport: 'rc' | 'ud', size: number): Buffer {
   return transport === 'ud' ? ctx.buf.subarray(GRH_BYTES, GRH_BYTES + size) : ctx.buf.subarray(0, size);
+}
+
+// The last packet of a run can leave after its completion: the responder
+// writes the receive WC before it sends the ACK (as rxe does), so counters
+// read at the last WC can miss it. Destroying the QP runs on the engine thread
+// after the packet that completed it has been handled and flushed; what the
+// device counted after that is all the run sent.
+function finalCounters(ctx: Context): Record<string, number> {
+  const qp = ctx.qp.counters();
+  ctx.ah?.destroy();
+  ctx.ah = undefined;
+  ctx.qp.destroy();
+  const out = flatCounters(ctx.device);
+  for (const [k, v] of Object.entries(qp)) out[`qp.${k}`] = v;
+  return out;
 }
 
 function flatCounters(device: Device): Record<string, number> {

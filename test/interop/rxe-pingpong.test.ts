@@ -55,9 +55,17 @@ test('ibv_rc_pingpong and ibv_ud_pingpong on rxe complete against qpgate pingpon
     assert.equal(c.qpgate.received, ITERS, where);
     if (c.server === 'rxe') assert.equal(c.qpgate.checked, true, `the data did not come back intact: ${where}`);
     // Every packet we sent reached rxe's transport (none dropped for a bad
-    // ICRC), and everything rxe sent reached us.
-    assert.equal(c.rxeRcvdDelta, c.qpgate.counters['net.tx_packets'], `rxe rcvd_pkts vs our tx_packets: ${where}`);
-    assert.equal(c.rxeSentDelta, c.qpgate.counters['net.rx_packets'], `rxe sent_pkts vs our rx_packets: ${where}`);
+    // ICRC), and everything rxe sent reached us. Our counters are read after
+    // our QP is destroyed (pingpong.ts finalCounters), rxe's after both
+    // processes exit, so both cover the whole run.
+    const q = c.qpgate.counters;
+    const transport = `our QP: sent_pkts=${q['qp.sent_pkts']} retransmitted_pkts=${q['qp.retransmitted_pkts']} timeouts=${q['qp.timeouts']} ` +
+      `acks_sent=${q['qp.acks_sent']} duplicate_request=${q['qp.duplicate_request']} rcvd_pkts=${q['qp.rcvd_pkts']}`;
+    assert.deepEqual(
+      { rxeRcvd: c.rxeRcvdDelta, rxeSent: c.rxeSentDelta },
+      { rxeRcvd: q['net.tx_packets'], rxeSent: q['net.rx_packets'] },
+      `rxe's rcvd_pkts/sent_pkts vs our net tx_packets/rx_packets (${transport}): ${where}`,
+    );
     assert.equal(c.qpgate.counters['wire.icrc_mismatch'], 0, where);
     assert.equal(c.qpgate.counters['ingress.icrc_unverifiable'], 0, `our side did not verify rxe's ICRCs: ${where}`);
     assert.equal(c.qpgate.counters['ingress.delivered'], c.qpgate.counters['net.rx_packets'], `a packet from rxe was dropped by our ingress: ${where}`);
