@@ -11,6 +11,7 @@ import { GatewayConfig } from '../../src/gateway/config/schema.js';
 import { loadConfig } from '../../src/gateway/config/load.js';
 import { formatBytes } from '../../src/feed/memory.js';
 import { CONFIG_MEANINGS } from './config-meanings.js';
+import { tableCell } from './regions.js';
 
 interface Row {
   key: string;
@@ -29,11 +30,10 @@ export function configTable(): string {
   walk(GatewayConfig, '', defaults, false, rows, used);
   const stale = Object.keys(CONFIG_MEANINGS).filter((k) => !used.has(k));
   if (stale.length > 0) throw new Error(`scripts/docs/config-meanings.ts: no such configuration key: ${stale.join(', ')}`);
-  const cell = (s: string) => s.replace(/\|/g, '\\|');
   return [
     '| key | type | default | meaning |',
     '|---|---|---|---|',
-    ...rows.map((r) => `| \`${r.key}\` | ${cell(r.type)} | ${cell(r.default)} | ${cell(r.meaning)} |`),
+    ...rows.map((r) => `| \`${r.key}\` | ${tableCell(r.type)} | ${tableCell(r.default)} | ${tableCell(r.meaning)} |`),
   ].join('\n');
 }
 

@@ -5,12 +5,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { regionNames, replaceRegion } from './regions.js';
 import { configTable } from './config-table.js';
+import { cliSynopsis } from './cli-synopsis.js';
 
 export const README_PATH = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
 /** Each region's generator. */
 export const GENERATORS: Record<string, () => string | Promise<string>> = {
   config: configTable,
+  cli: cliSynopsis,
 };
 
 /** README.md as the generators make it. */

@@ -30,3 +30,13 @@ export function regionBody(text: string, name: string): string {
   if (from < 0 || to < from) throw new Error(`no region ${name}`);
   return text.slice(from + begin(name).length, to).trim();
 }
+
+/** Text as one Markdown table cell: `|` escaped, and `<`, `>` outside code spans (GitHub would read a tag). */
+export function tableCell(text: string): string {
+  return text
+    .replace(/\n/g, ' ')
+    .split(/(`[^`]*`)/)
+    .map((part) => (part.startsWith('`') ? part : part.replace(/</g, '&lt;').replace(/>/g, '&gt;')))
+    .join('')
+    .replace(/\|/g, '\\|');
+}

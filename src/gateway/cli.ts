@@ -26,6 +26,26 @@ export const EXIT_CONFIG = 2;
 export const EXIT_USAGE = 64;
 
 export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = createProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    // --help and --version end with 0; anything else commander refuses is a usage error.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    throw err;
+  }
+  return exitCode;
+}
+
+/**
+ * The whole command line, every command with its options (what --help, the
+ * bash completion and the README's synopsis are made from); each action
+ * reports its exit status through `setExit`.
+ */
+export function createProgram(setExit: (code: number) => void): Command {
   const program = new Command('qpgate')
     .description(
       'qpgate: a market-data multicast gateway. Ticks go out as InfiniBand/RoCEv2 UD multicast;\n' +
@@ -36,7 +56,6 @@ export async function main(argv: string[]): Promise<number> {
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
 
-  let exitCode = 0;
   program
     .command('serve')
     .description('run the gateway: engine thread, feeds and the control plane, until SIGTERM or SIGINT')
@@ -60,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
         'Precedence: --set and flags > environment > --config file > config/default.yaml.',
     )
     .action(async (opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) => {
-      exitCode = await serve(opts);
+      setExit(await serve(opts));
     });
 
   // A command that talks to a running gateway's control plane.
@@ -80,14 +99,12 @@ export async function main(argv: string[]): Promise<number> {
         } catch (err) {
           if (!(err instanceof ClientError)) throw err;
           process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-          exitCode = EXIT_FAILED;
+          setExit(EXIT_FAILED);
         }
       });
   client('status', 'device, port state, GIDs, MTU, engine placement, SLOs, feeds and sessions of a running gateway (like ibstat)', statusCommand);
   client('qps', 'the queue pairs of a running gateway (like `rdma res show qp`)', qpsCommand);
-  addPingpongCommand(program, (code) => {
-    exitCode = code;
-  });
+  addPingpongCommand(program, setExit);
   client('sessions', 'the RC sessions of a running gateway (trading, risk, recovery); --close <id> closes one', sessionsCommand).option(
     '--close <id>',
     'close this session (its QP to ERR; cancel-on-disconnect for trading)',
@@ -101,11 +118,11 @@ export async function main(argv: string[]): Promise<number> {
       .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {
-      exitCode = await fn();
+      setExit(await fn());
     } catch (err) {
       if (!(err instanceof ClientError)) throw err;
       process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-      exitCode = EXIT_FAILED;
+      setExit(EXIT_FAILED);
     }
   };
   const print = (line: string) => void process.stdout.write(`${line}\n`);
@@ -142,13 +159,11 @@ export async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         process.stderr.write(`qpgate: ${err.message}\n`);
-        exitCode = EXIT_CONFIG;
+        setExit(EXIT_CONFIG);
       }
     });
 
-  addFeedCommands(program, (code) => {
-    exitCode = code;
-  });
+  addFeedCommands(program, setExit);
   program
     .command('replay')
     .argument('<file>', 'a tick file made by `qpgate record`')
@@ -162,11 +177,11 @@ export async function main(argv: string[]): Promise<number> {
       try {
         const { records, truncatedBytes } = readTickFile(file);
         process.stderr.write(`qpgate replay: ${records.length} messages in ${file}${truncatedBytes ? ` (a partial last record of ${truncatedBytes} bytes left out)` : ''}\n`);
-        exitCode = await serve({ config: opts.config, port: opts.port, set: [...replayOverrides(file, opts), ...opts.set] });
+        setExit(await serve({ config: opts.config, port: opts.port, set: [...replayOverrides(file, opts), ...opts.set] }));
       } catch (err) {
         if (!(err instanceof TickFileError) && !(err instanceof ClientError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         process.stderr.write(`qpgate replay: ${(err as Error).message}\n`);
-        exitCode = EXIT_CONFIG;
+        setExit(EXIT_CONFIG);
       }
     });
 
@@ -177,20 +192,12 @@ export async function main(argv: string[]): Promise<number> {
     .action((shell: string) => {
       if (shell !== 'bash') {
         process.stderr.write(`qpgate completion: only bash is supported, got ${JSON.stringify(shell)}\n`);
-        exitCode = EXIT_USAGE;
+        setExit(EXIT_USAGE);
         return;
       }
       process.stdout.write(bashCompletion(program));
     });
-
-  try {
-    await program.parseAsync(argv);
-  } catch (err) {
-    // --help and --version end with 0; anything else commander refuses is a usage error.
-    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
-    throw err;
-  }
-  return exitCode;
+  return program;
 }
 
 async function serve(opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) {
