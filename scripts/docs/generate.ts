@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { regionNames, replaceRegion } from './regions.js';
 import { configTable } from './config-table.js';
 import { cliSynopsis } from './cli-synopsis.js';
+import { routesTable } from './routes-table.js';
 
 export const README_PATH = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
@@ -13,6 +14,7 @@ export const README_PATH = fileURLToPath(new URL('../../../README.md', import.me
 export const GENERATORS: Record<string, () => string | Promise<string>> = {
   config: configTable,
   cli: cliSynopsis,
+  routes: routesTable,
 };
 
 /** README.md as the generators make it. */
