@@ -7,6 +7,7 @@ import { regionNames, replaceRegion } from './regions.js';
 import { configTable } from './config-table.js';
 import { cliSynopsis } from './cli-synopsis.js';
 import { routesTable } from './routes-table.js';
+import { metricsTable } from './metrics-table.js';
 
 export const README_PATH = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
@@ -15,6 +16,7 @@ export const GENERATORS: Record<string, () => string | Promise<string>> = {
   config: configTable,
   cli: cliSynopsis,
   routes: routesTable,
+  metrics: metricsTable,
 };
 
 /** README.md as the generators make it. */
