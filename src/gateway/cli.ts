@@ -55,7 +55,20 @@ export function createProgram(setExit: (code: number) => void): Command {
     .version(VERSION, '-V, --version', 'print the version and exit')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+  // In --help's order.
+  addServeCommand(program, setExit);
+  addClientCommands(program, setExit);
+  addSessionCommands(program, setExit);
+  addConfigCommand(program, setExit);
+  addFeedCommands(program, setExit);
+  addReplayCommand(program, setExit);
+  addCompletionCommand(program, setExit);
+  return program;
+}
 
+type SetExit = (code: number) => void;
+
+function addServeCommand(program: Command, setExit: SetExit): void {
   program
     .command('serve')
     .description('run the gateway: engine thread, feeds and the control plane, until SIGTERM or SIGINT')
@@ -81,17 +94,22 @@ export function createProgram(setExit: (code: number) => void): Command {
     .action(async (opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) => {
       setExit(await serve(opts));
     });
+}
 
-  // A command that talks to a running gateway's control plane.
-  const gatewayCommand = (name: string, description: string) =>
-    program
-      .command(name)
-      .description(description)
-      .option('--url <url>', 'the control plane', DEFAULT_URL)
-      .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-      .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+/** A command that talks to a running gateway's control plane. */
+function gatewayCommand(program: Command, name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--url <url>', 'the control plane', DEFAULT_URL)
+    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+}
+
+/** Commands that read a running gateway (status, qps, sessions) and pingpong. */
+function addClientCommands(program: Command, setExit: SetExit): void {
   const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
-    gatewayCommand(name, description)
+    gatewayCommand(program, name, description)
       .option('--json', 'print the JSON the control plane returned')
       .action(async (opts: ClientOptions & { json?: boolean }) => {
         try {
@@ -109,10 +127,12 @@ export function createProgram(setExit: (code: number) => void): Command {
     '--close <id>',
     'close this session (its QP to ERR; cancel-on-disconnect for trading)',
   );
+}
 
-  // Sessions of our own: an RC QP on a soft device of ours (--address), the handshake through the control plane.
+/** Sessions of our own (order, risk): an RC QP on a soft device of ours (--address), the handshake through the control plane. */
+function addSessionCommands(program: Command, setExit: SetExit): void {
   const session = (name: string, description: string) =>
-    gatewayCommand(name, description)
+    gatewayCommand(program, name, description)
       .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
       .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
       .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
@@ -145,7 +165,9 @@ export function createProgram(setExit: (code: number) => void): Command {
       const o = this.opts<Parameters<typeof riskCommand>[0]>();
       return run('risk', () => riskCommand(o, print))();
     });
+}
 
+function addConfigCommand(program: Command, setExit: SetExit): void {
   program
     .command('config')
     .description('print the effective configuration, each key with its value and where it came from (secrets redacted)')
@@ -162,8 +184,9 @@ export function createProgram(setExit: (code: number) => void): Command {
         setExit(EXIT_CONFIG);
       }
     });
+}
 
-  addFeedCommands(program, setExit);
+function addReplayCommand(program: Command, setExit: SetExit): void {
   program
     .command('replay')
     .argument('<file>', 'a tick file made by `qpgate record`')
@@ -184,7 +207,9 @@ export function createProgram(setExit: (code: number) => void): Command {
         setExit(EXIT_CONFIG);
       }
     });
+}
 
+function addCompletionCommand(program: Command, setExit: SetExit): void {
   program
     .command('completion')
     .argument('<shell>', 'bash')
@@ -197,7 +222,6 @@ export function createProgram(setExit: (code: number) => void): Command {
       }
       process.stdout.write(bashCompletion(program));
     });
-  return program;
 }
 
 async function serve(opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) {
