@@ -9,7 +9,7 @@ import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
+import { ClientError, controlPlaneCommand, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -96,20 +96,10 @@ function addServeCommand(program: Command, setExit: SetExit): void {
     });
 }
 
-/** A command that talks to a running gateway's control plane. */
-function gatewayCommand(program: Command, name: string, description: string): Command {
-  return program
-    .command(name)
-    .description(description)
-    .option('--url <url>', 'the control plane', DEFAULT_URL)
-    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
-}
-
 /** Commands that read a running gateway (status, qps, sessions) and pingpong. */
 function addClientCommands(program: Command, setExit: SetExit): void {
   const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
-    gatewayCommand(program, name, description)
+    controlPlaneCommand(program, name, description)
       .option('--json', 'print the JSON the control plane returned')
       .action(async (opts: ClientOptions & { json?: boolean }) => {
         try {
@@ -132,7 +122,7 @@ function addClientCommands(program: Command, setExit: SetExit): void {
 /** Sessions of our own (order, risk): an RC QP on a soft device of ours (--address), the handshake through the control plane. */
 function addSessionCommands(program: Command, setExit: SetExit): void {
   const session = (name: string, description: string) =>
-    gatewayCommand(program, name, description)
+    controlPlaneCommand(program, name, description)
       .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
       .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
       .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
