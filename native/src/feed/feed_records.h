@@ -26,7 +26,7 @@
 
 namespace qpgate::feed::records {
 
-// Record types (the ring's int32 `type`; engine/record_types.h).
+// Record types (the ring's int32 `type`; every type of the engine: gateway/engine_agents.h).
 // toEngine: messages for one channel of one publisher.
 inline constexpr std::int32_t kFeedPublish = 16;
 // fromEngine: one live frame delivered in order by a subscriber.
