@@ -195,10 +195,6 @@ class SoftQpObject final : public QueuePair {
     // its multicast groups through the device's membership).
     pd_->core->qps.erase(qp_->qp_num());
     qp_.reset();
-    // What the QP already answered leaves now: the ACK of its last receive
-    // waits in the device's transmit queue for the next pass (DeviceCore::do_work),
-    // and counters read after ibv_destroy_qp must include it.
-    if (pd_->core->net) pd_->core->net->flush();
   }
   std::uint32_t qp_num() const override { return qp_->qp_num(); }
   QpType qp_type() const override { return qp_->qp_type(); }
