@@ -27,6 +27,8 @@ export const CONFIG_MEANINGS: Record<string, string> = {
   'control.sessions.maxPerToken':
     'RC sessions (trading, risk, recovery) one token may hold at once, connected or not, until closed or reopened; beyond, `POST /v1/sessions` is 429, counted in `qpgate_control_sessions_refused_total{limit}`',
   'control.sessions.maxTotal': 'the same for the whole gateway',
+  'control.sessions.maxNamesPerToken':
+    'session names one token may ever use; a name is kept for good in `sessions.json` (its id holds the journal\'s state for it: app_seqs, answers its client may still ask for, client order ids), so a new name past this is 429 (`limit="maxNamesPerToken"`) and the file holds at most tokens × this',
   'control.health.engineStaleMs':
     '`/healthz` is 503 once the engine has completed no duty cycle for this long (ms; more than twice `engine.backoff.maxParkNs`, which an idle engine cycles within)',
   'control.metricsAuth': '`token`: `GET /metrics` needs a bearer token of any scope (it names QPNs and session names); `none`: open',

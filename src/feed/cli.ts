@@ -85,6 +85,8 @@ interface StatsSample {
   recovered: number;
   lost: number;
   latencyNs: { p50: number | null; p99: number | null; p999: number | null };
+  /** Frames of a feed session the channels do not follow (a second gateway on the groups?). */
+  otherSessionFrames: number;
 }
 
 /** The subscription's counters now, and the rate since `previous` (which it advances). */
@@ -95,7 +97,7 @@ function statsSample(sub: FeedSubscriber, startedMs: number, previous: { receive
   const perSecond = Math.round(((received - previous.received) * 1000) / Math.max(1, now - previous.at));
   previous.received = received;
   previous.at = now;
-  const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable') => s.channels.reduce((a, c) => a + c[k], 0);
+  const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable' | 'otherSessionFrames') => s.channels.reduce((a, c) => a + c[k], 0);
   const lat = s.channels[0]?.latency;
   return {
     seconds: Math.round((now - startedMs) / 1000),
@@ -106,17 +108,18 @@ function statsSample(sub: FeedSubscriber, startedMs: number, previous: { receive
     recovered: sum('recovered'),
     lost: sum('unrecoverable'),
     latencyNs: { p50: lat?.p50Ns ?? null, p99: lat?.p99Ns ?? null, p999: lat?.p999Ns ?? null },
+    otherSessionFrames: sum('otherSessionFrames'),
   };
 }
 
 function statsLine(x: StatsSample): string {
   return (
     `${x.seconds} s  ${x.received} msgs  ${x.perSecond}/s  gaps ${x.gaps}  dups ${x.duplicates}  ` +
-    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}`
+    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}  other-session ${x.otherSessionFrames}`
   );
 }
 
-async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
+async function openSubscription(command: string, flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
   const wanted = flags.channel.map((c) => {
     const n = Number(c);
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ClientError(`--channel must be a channel id (0..65535), got ${JSON.stringify(c)}`);
@@ -129,6 +132,7 @@ async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessag
       device: { address: flags.address },
       channels,
       onMessage,
+      onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
       ...(flags.recovery
         ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token } }
         : {}),
@@ -196,7 +200,7 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
     .action(async (flags: SubscribeFlags) => {
       try {
         const until = runUntil(flags);
-        const sub = await openSubscription(flags, (m) => {
+        const sub = await openSubscription('subscribe', flags, (m) => {
           if (!until.take() || flags.stats) return;
           process.stdout.write(`${flags.json ? tickJson(m) : formatTick(m)}\n`);
         });
@@ -223,7 +227,7 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
       try {
         const writer = openTickFile(flags.out!);
         const until = runUntil(flags);
-        const sub = await openSubscription(flags, (m) => {
+        const sub = await openSubscription('record', flags, (m) => {
           if (!until.take()) return;
           writer.append(
             { channel: m.channel, type: m.type, instrumentId: m.instrumentId, key: m.key, action: m.action, body: m.body, snapshot: m.snapshot },

@@ -55,7 +55,8 @@ export interface NativeSubscriberChannelStats {
   session: number;
   expected: number;
   heartbeats: number;
-  staleSession: number;
+  /** Frames of the session the arbiter left: a restarted gateway's last ones, or a second gateway publishing on the same group. */
+  otherSessionFrames: number;
   lineAFrames: number;
   lineBFrames: number;
   latencyCount: number;
@@ -118,7 +119,7 @@ export interface NativeRecoverySession {
   /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */
   byStatus: Record<string, number>;
   /** The subscriber's last SubscriberReport: its lag (queued), drops and losses. */
-  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number };
+  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number; otherSessionFrames: number };
 }
 
 export interface NativeFeedPublisher {

@@ -34,6 +34,8 @@ import {
   type NativeSubscriberChannelStats,
 } from './native.js';
 import { SlowConsumerError, SlowConsumerQueue, type QueueStats, type SlowConsumerOptions } from './slow-consumer.js';
+import { OtherSessionWatch, type FeedWarning } from './other-session.js';
+export type { FeedWarning } from './other-session.js';
 import { readFrameRecord, readGapRecord, readSessionRecord, type FeedLine } from './records.js';
 import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
@@ -72,6 +74,8 @@ export interface SubscribeOptions {
   readonly onMessage?: (m: FeedMessage) => void;
   readonly onGap?: (g: FeedGap) => void;
   readonly onSession?: (s: FeedSessionChange) => void;
+  /** Something is wrong that is no gap: frames of another feed session keep coming (other-session.ts). */
+  readonly onWarning?: (w: FeedWarning) => void;
   /** Recover gaps and late joins over RC from the gateway's recovery service. */
   readonly recovery?: SubscriberRecoveryOptions;
 }
@@ -159,6 +163,12 @@ export interface SubscriberChannelStats extends RecoveryChannelStats {
   unrecoverable: number;
   sessionChanges: number;
   session: number;
+  /**
+   * Frames dropped because they belong to the feed session this channel
+   * left: a few after a gateway restart; if they keep coming, a second
+   * gateway publishes on the same groups (warnOtherSession).
+   */
+  otherSessionFrames: number;
   heartbeats: number;
   lineAFrames: number;
   lineBFrames: number;
@@ -212,13 +222,19 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   readonly #ownEngine: boolean;
   readonly #native: NativeFeedSubscriber;
   readonly #unsubscribe: Array<() => void> = [];
-  readonly #listeners = { message: new Set<Listener<FeedMessage>>(), gap: new Set<Listener<FeedGap>>(), session: new Set<Listener<FeedSessionChange>>() };
+  readonly #listeners = {
+    message: new Set<Listener<FeedMessage>>(),
+    gap: new Set<Listener<FeedGap>>(),
+    session: new Set<Listener<FeedSessionChange>>(),
+    warning: new Set<Listener<FeedWarning>>(),
+  };
   readonly #queue: SlowConsumerQueue<FeedMessage>;
   #iterating = false;
   #wake: (() => void) | undefined;
   #closed = false;
   #recoverySession: RecoveryHandshakeAnswer | undefined;
   #reportTimer: NodeJS.Timeout | undefined;
+  readonly #watchTimer: NodeJS.Timeout;
 
   /** @internal */
   constructor(engine: Engine, ownEngine: boolean, native: NativeFeedSubscriber, options: SubscribeOptions) {
@@ -246,6 +262,12 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
       }),
     );
+    if (options.onWarning) this.#listeners.warning.add(options.onWarning);
+    const watch = new OtherSessionWatch();
+    this.#watchTimer = setInterval(() => {
+      for (const w of watch.check(this.#native.stats().channels)) this.#emit('warning', w);
+    }, 1000);
+    this.#watchTimer.unref();
   }
 
   get id(): number {
@@ -255,11 +277,12 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   on(event: 'message', listener: Listener<FeedMessage>): this;
   on(event: 'gap', listener: Listener<FeedGap>): this;
   on(event: 'session', listener: Listener<FeedSessionChange>): this;
-  on(event: 'message' | 'gap' | 'session', listener: Listener<never>): this {
+  on(event: 'warning', listener: Listener<FeedWarning>): this;
+  on(event: 'message' | 'gap' | 'session' | 'warning', listener: Listener<never>): this {
     (this.#listeners[event] as Set<Listener<never>>).add(listener);
     return this;
   }
-  off(event: 'message' | 'gap' | 'session', listener: Listener<never>): this {
+  off(event: 'message' | 'gap' | 'session' | 'warning', listener: Listener<never>): this {
     (this.#listeners[event] as Set<Listener<never>>).delete(listener);
     return this;
   }
@@ -284,6 +307,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         held: c.held,
         sessionChanges: c.sessionChanges,
         session: c.session,
+        otherSessionFrames: c.otherSessionFrames,
         heartbeats: c.heartbeats,
         lineAFrames: c.lineAFrames,
         lineBFrames: c.lineBFrames,
@@ -325,6 +349,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     this.#closed = true;
     for (const u of this.#unsubscribe) u();
     clearInterval(this.#reportTimer);
+    clearInterval(this.#watchTimer);
     this.#native.close();
     this.#wake?.();
     await this.#recoverySession?.close();
@@ -378,8 +403,9 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
 
   #emit(event: 'gap', v: FeedGap): void;
   #emit(event: 'session', v: FeedSessionChange): void;
-  #emit(event: 'gap' | 'session', v: FeedGap | FeedSessionChange): void {
-    for (const l of this.#listeners[event] as Set<Listener<FeedGap | FeedSessionChange>>) l(v);
+  #emit(event: 'warning', v: FeedWarning): void;
+  #emit(event: 'gap' | 'session' | 'warning', v: FeedGap | FeedSessionChange | FeedWarning): void {
+    for (const l of this.#listeners[event] as Set<Listener<FeedGap | FeedSessionChange | FeedWarning>>) l(v);
   }
 }
 

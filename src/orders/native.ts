@@ -76,6 +76,16 @@ export interface NativeOrderStats {
   journalFailure: string;
   clientOrderIds: number;
   ackLatencyCount: number;
+  /** Messages a Hello asked for that were no longer kept. */
+  resendGaps: number;
+  /** Hellos of a closed (or restarted) session whose missed messages were rebuilt from the journal. */
+  resendRebuilds: number;
+  /** Rebuilds that could not read the journal back. */
+  resendRebuildFailures: number;
+  /** Engine time those rebuilds took, ns. */
+  resendRebuildNs: number;
+  /** Memory of the connected sessions' resend stores, bytes (closed sessions hold none). */
+  resendBytes: number;
   [k: string]: unknown;
 }
 

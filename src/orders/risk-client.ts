@@ -9,6 +9,7 @@
 //   const risk = await RiskClient.connect({ url, token, name: 'risk-1', accounts: [1n], device: { address: '127.0.0.3' } });
 //   await risk.compareSwap(1n, 'killSwitch', 0n, 1n);   // → the old value (0n: it was off, now on)
 //   await risk.fetchAdd(1n, 'creditLimit', 1_000_000n); // → the old limit
+//   await risk.whenDurable(1n, 'killSwitch', 1n);       // a gateway restart now comes back killed
 //   const words = await risk.readAll(1n);
 import type { Wc, WrOpcode } from '../native/verbs.js';
 import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
@@ -26,6 +27,8 @@ export const RISK_WORDS = {
   openNotional: { page: 'risk.local', name: 'open_notional', signed: false },
   openOrders: { page: 'risk.local', name: 'open_orders', signed: false },
   tradedNotional: { page: 'risk.local', name: 'traded_notional', signed: false },
+  durableCreditLimit: { page: 'risk.local', name: 'durable_credit_limit', signed: false },
+  durableKillSwitch: { page: 'risk.local', name: 'durable_kill_switch', signed: false },
 } as const;
 export type RiskWord = keyof typeof RISK_WORDS;
 export type RiskWords = Record<Exclude<RiskWord, 'version'>, bigint>;
@@ -119,9 +122,32 @@ export class RiskClient {
       const openNotional = await this.read(account, 'openNotional');
       const openOrders = await this.read(account, 'openOrders');
       const tradedNotional = await this.read(account, 'tradedNotional');
-      if ((await this.read(account, 'version')) === before) return { creditLimit, killSwitch, position, openNotional, openOrders, tradedNotional };
+      const durableCreditLimit = await this.read(account, 'durableCreditLimit');
+      const durableKillSwitch = await this.read(account, 'durableKillSwitch');
+      if ((await this.read(account, 'version')) === before) {
+        return { creditLimit, killSwitch, position, openNotional, openOrders, tradedNotional, durableCreditLimit, durableKillSwitch };
+      }
     }
     throw new Error(`account ${account}: the local risk page kept changing under 100 reads`);
+  }
+
+  /**
+   * Resolves once the gateway's journal holds `value` for `word` durably (a
+   * restart would come back with it): an atomic's completion says only that
+   * the word changed, its ACK leaves before the engine has journaled it
+   * (docs/protocol.md §3.8). READs the word's durable_* copy every `pollMs`;
+   * rejects after `timeoutMs` with the value it holds, e.g. when another risk
+   * client changed the word again meanwhile.
+   */
+  async whenDurable(account: bigint, word: 'creditLimit' | 'killSwitch', value: bigint, timeoutMs = 5000, pollMs = 1): Promise<void> {
+    const durable = word === 'creditLimit' ? 'durableCreditLimit' : 'durableKillSwitch';
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const now = await this.read(account, durable);
+      if (now === value) return;
+      if (Date.now() > end) throw new Error(`account ${account}: ${word} ${value} not durable within ${timeoutMs} ms (the journal holds ${now})`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
   }
 
   /** ATOMIC FETCH_ADD on a remote-owned word; resolves with the value before the add. */

@@ -16,6 +16,7 @@ import { createLogger } from '../../src/gateway/log.js';
 import { startGateway, type Gateway } from '../../src/gateway/service.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { QPGATE_BIN } from '../support/paths.js';
+import { runQpgate } from '../support/run-qpgate.js';
 
 const TOKEN = 'admin-token-record-0123456789';
 
@@ -31,20 +32,7 @@ async function gateway(feedYaml: string): Promise<Gateway> {
   return startGateway(config, createLogger('silent'), { handleSignals: false });
 }
 
-function cli(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [QPGATE_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = runQpgate;
 
 test('a tick file keeps every field, and a cut-short file is read up to its last whole record', () => {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-tick-'));

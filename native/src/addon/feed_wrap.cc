@@ -99,6 +99,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   rep.Set("gaps", num(env, c.report_gaps.get()));
   rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
   rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
+  rep.Set("otherSessionFrames", num(env, c.report_other_session_frames.get()));
   o.Set("subscriber", rep);
   return o;
 }
@@ -548,7 +549,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
       co.Set("session", num(env, c.session.get()));
       co.Set("expected", num(env, c.expected.get()));
       co.Set("heartbeats", num(env, c.heartbeats.get()));
-      co.Set("staleSession", num(env, c.stale_session.get()));
+      co.Set("otherSessionFrames", num(env, c.other_session_frames.get()));
       co.Set("lineAFrames", num(env, c.line_frames[0].get()));
       co.Set("lineBFrames", num(env, c.line_frames[1].get()));
       co.Set("latencyCount", num(env, c.latency.total()));

@@ -55,6 +55,16 @@ OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key
 
 OrderHandler::~OrderHandler() = default;
 
+bool OrderHandler::dedupe_key_of(const HandlerConfig& config, SipKey& key, std::string& error) {
+  if (config.dedupe_key) {
+    key = *config.dedupe_key;
+    return true;
+  }
+  if (random_sip_key(key)) return true;
+  error = "no random key for the duplicate table: getrandom failed";
+  return false;
+}
+
 std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, std::string& error) {
   for (const InstrumentConfig& ic : config.instruments) {
     const BookConfig& b = ic.book;
@@ -66,12 +76,7 @@ std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, st
     }
   }
   SipKey key;
-  if (config.dedupe_key) {
-    key = *config.dedupe_key;
-  } else if (!random_sip_key(key)) {
-    error = "no random key for the duplicate table: getrandom failed";
-    return nullptr;
-  }
+  if (!dedupe_key_of(config, key, error)) return nullptr;
   std::unique_ptr<OrderHandler> h{new OrderHandler(config, key)};
   OrderHandler* raw = h.get();
   h->journal_ = Journal::open(
@@ -194,6 +199,7 @@ void OrderHandler::replay_risk_words(const RiskWordsRecord& r) {
   // go. (Its records stay in the journal and apply again if it comes back.)
   if (it == journaled_risk_.end()) return;
   it->second.region->restore_remote_words(r.credit_limit, r.kill_switch);
+  it->second.region->set_durable(r.credit_limit, r.kill_switch);
   it->second.words = RiskWords{r.credit_limit, r.kill_switch};
   counters_.risk_words_restored.add();
 }
@@ -204,10 +210,25 @@ std::optional<OrderHandler::RiskWords> OrderHandler::settle_risk_words(Journaled
   const RiskWords seen{account.region->credit_limit(), account.region->kill_switch()};
   if (seen == account.words) return seen;
   const RiskWordsRecord r{account.region->account(), seen.credit_limit, seen.kill_switch};
-  if (journal(RecordType::kRiskWords, r, now_ns) == 0) return std::nullopt;
+  const std::uint64_t end = journal(RecordType::kRiskWords, r, now_ns);
+  if (end == 0) return std::nullopt;
   counters_.risk_word_records.add();
   account.words = seen;
+  if (account.durable_at == 0) ++risk_not_durable_;
+  account.durable_at = end;
+  publish_durable_risk_words();  // under fsync every, it may be durable already
   return seen;
+}
+
+void OrderHandler::publish_durable_risk_words() noexcept {
+  if (risk_not_durable_ == 0) return;
+  const std::uint64_t durable = journal_->durable_position();
+  for (auto& [id, account] : journaled_risk_) {
+    if (account.durable_at == 0 || account.durable_at > durable) continue;
+    account.region->set_durable(account.words.credit_limit, account.words.kill_switch);
+    account.durable_at = 0;
+    --risk_not_durable_;
+  }
 }
 
 std::size_t OrderHandler::journal_risk_words(std::uint64_t now_ns) {

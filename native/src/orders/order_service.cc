@@ -83,12 +83,9 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
   hc.sessions.clear();
   // The engine thread never waits on the disk: fdatasync (interval/every) runs on the journal's own thread.
   hc.journal.sync_thread = true;
-  OrderService* raw = s.get();
-  hc.on_replayed = [raw](const OutBuffer& out) {
-    for (const OutMessage& m : out.messages()) {
-      if (m.app_seq != 0) raw->store(m.session).put(m.app_seq, out.bytes_of(m));
-    }
-  };
+  // No resend store is built at start: every session is closed until it reconnects (welcome_store).
+  hc.on_replayed = {};
+  s->config_.handler = hc;
   std::string error;
   s->handler_ = OrderHandler::open(hc, error);
   if (!s->handler_) return verbs::Error{EINVAL, "journal " + s->config_.handler.journal.path + ": " + error};
@@ -97,10 +94,37 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
 
 OrderService::~OrderService() { close(engine::monotonic_ns()); }
 
-ResendStore& OrderService::store(std::uint32_t session) {
-  auto& p = stores_[session];
-  if (!p) p = std::make_unique<ResendStore>(config_.resend_capacity);
+ResendStore* OrderService::find_store(std::uint32_t session) const noexcept {
+  const auto it = stores_.find(session);
+  return it == stores_.end() ? nullptr : it->second.get();
+}
+
+const ResendStore& OrderService::welcome_store(std::uint32_t session, std::uint64_t from, std::uint64_t to) {
+  std::unique_ptr<ResendStore>& p = stores_[session];
+  if (p) return *p;
+  p = std::make_unique<ResendStore>(config_.resend_capacity);
+  if (from <= to) rebuild(session, from, *p);
   return *p;
+}
+
+void OrderService::rebuild(std::uint32_t session, std::uint64_t from, ResendStore& store) {
+  const std::uint64_t started = engine::monotonic_ns();
+  std::string error;
+  // The file must hold every record the live handler appended: the replay reads it, not the buffer.
+  const bool ok =
+      handler_->write_out() &&
+      OrderHandler::replay_messages(
+          config_.handler, handler_->journal().written_position(),
+          [&](const OutBuffer& out) {
+            for (const OutMessage& m : out.messages()) {
+              if (m.session == session && m.app_seq >= from) store.put(m.app_seq, out.bytes_of(m));
+            }
+          },
+          error);
+  counters_.resend_rebuilds.add();
+  // What could not be rebuilt is counted again by queue_welcome, as resend gaps.
+  if (!ok) counters_.resend_rebuild_failures.add();
+  counters_.resend_rebuild_ns.add(engine::monotonic_ns() - started);
 }
 
 std::size_t OrderService::resend_bytes() const noexcept {
@@ -145,7 +169,6 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   if (req.role == SessionRole::kTrading) {
     handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
   }
-  store(req.session);
   s->next_state_check_ns = now_ns + kStateCheckNs;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
   sessions_.push_back(std::move(s));
@@ -187,6 +210,8 @@ void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   handler_->on_disconnect(s.id(), now_ns, out_);
   absorb(0, 0, now_ns);
   out_.clear();
+  // A closed session costs no memory: its next Hello rebuilds what it missed from the journal.
+  stores_.erase(s.id());
 }
 
 void OrderService::set_order_event_sink(OrderEventSink sink) {
@@ -212,8 +237,8 @@ void OrderService::queue_welcome(RcSession& s, std::span<const std::uint8_t> byt
   // What is queued already is in the resend range: the Welcome goes first.
   s.out().drop_sequenced();
   s.out().push(0, durable, 0, bytes);
-  const ResendStore& st = store(s.id());
   std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
+  const ResendStore& st = welcome_store(s.id(), from, w->app_seq);
   if (from <= w->app_seq && (st.first() == 0 || from < st.first())) {
     const std::uint64_t kept_from = st.first() == 0 ? w->app_seq + 1 : st.first();
     counters_.resend_gaps.add(std::min(kept_from, w->app_seq + 1) - from);
@@ -235,9 +260,10 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
   bool answered = false;
   for (const OutMessage& m : out_.messages()) {
     const auto bytes = out_.bytes_of(m);
-    if (m.app_seq != 0) store(m.session).put(m.app_seq, bytes);
+    // Only a welcomed session has a store; the others' messages are in the journal for their next Hello.
+    if (ResendStore* st = m.app_seq != 0 ? find_store(m.session) : nullptr) st->put(m.app_seq, bytes);
     RcSession* s = session(m.session);
-    if (s == nullptr || s->disconnected) continue;  // kept in its store for the next Hello
+    if (s == nullptr || s->disconnected) continue;
     // The first message to the sender is the answer to its request.
     const std::uint64_t latency_from = !answered && m.session == from ? recv_ns : 0;
     if (m.session == from) answered = true;

@@ -32,10 +32,18 @@
 // A session whose QP leaves RTS (an error completion, a failed post, a
 // periodic state check, an async event handed to on_async_event, or
 // close_session) is "lost": on_disconnect runs once
-// (cancel-on-disconnect if configured). Its sequenced messages — and those
-// made while it is away — stay in its ResendStore; on the next connection's
-// Hello the handler answers Welcome and the service resends from the store
-// what came after the client's last_app_seq.
+// (cancel-on-disconnect if configured), and its ResendStore is freed, so a
+// closed session costs no memory (issue 13 item 4). On the next connection's
+// Hello the handler answers Welcome; if the client asks for messages the
+// session has no store for (it was closed, or the gateway restarted), the
+// service rebuilds them from the journal — OrderHandler::replay_messages
+// replays the journal file through a handler of its own and keeps this
+// session's messages from the client's last_app_seq on, the newest
+// resend_capacity of them — and resends them. That replay runs on the
+// engine thread and costs what a start's replay costs (resend_rebuild_ns);
+// it happens once per connection, only when the client missed something.
+// A Hello that missed nothing costs an empty store. Once welcomed, the
+// session's new messages go into its store as they are made.
 //
 // Ack latency: from the batch's receive completions seen (monotonic clock
 // read right after the poll) to the answer's SEND posted, in a
@@ -118,6 +126,9 @@ struct ServiceCounters {
   engine::SingleWriterCounter slow_disconnects;     // sessions ended for a queue past max_queued_messages
   engine::SingleWriterCounter journal_failed;       // 1 once the journal has failed (gauge)
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
+  engine::SingleWriterCounter resend_rebuilds;      // Hellos whose missed messages were rebuilt from the journal
+  engine::SingleWriterCounter resend_rebuild_failures;  // rebuilds that could not read the journal back
+  engine::SingleWriterCounter resend_rebuild_ns;    // time the rebuilds took (engine thread)
   engine::SingleWriterCounter cq_overflows;
   engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
   engine::SingleWriterCounter order_events;         // order events handed to the sink
@@ -133,8 +144,8 @@ class OrderService {
 
   // EEXIST if the session is connected; EINVAL for a bad request (naming it).
   verbs::Result<SessionAnswer> open_session(const SessionRequest& request, std::uint64_t now_ns);
-  // Ends the session's connection; its resend store stays for the next run
-  // of the session (a client that closes and comes back with Hello).
+  // Ends the session's connection and frees its resend store (the next run
+  // of the session gets what it missed from the journal, at its Hello).
   bool close_session(std::uint32_t session, std::uint64_t now_ns);
   std::vector<SessionInfo> sessions() const;
 
@@ -161,7 +172,7 @@ class OrderService {
   const MarketData& market_data() const noexcept { return market_data_; }
   RcSession* session(std::uint32_t id) const noexcept;
   std::size_t session_count() const noexcept { return sessions_.size(); }
-  // Memory held by the resend stores (each grows with its session's messages).
+  // Memory held by the resend stores (each grows with its session's messages; closed sessions hold none).
   std::size_t resend_bytes() const noexcept;
 
  private:
@@ -172,7 +183,11 @@ class OrderService {
 
   OrderService(verbs::Device& device, ServiceConfig config);
 
-  ResendStore& store(std::uint32_t session);
+  ResendStore* find_store(std::uint32_t session) const noexcept;
+  // The store a Welcome resends [from, to] from: this connection's, else a
+  // new one, rebuilt from the journal if there is anything to resend.
+  const ResendStore& welcome_store(std::uint32_t session, std::uint64_t from, std::uint64_t to);
+  void rebuild(std::uint32_t session, std::uint64_t from, ResendStore& store);
   // Routes what the handler put in out_ for one input from `from` (0 = none).
   void absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns);
   void queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable, std::uint64_t recv_ns);

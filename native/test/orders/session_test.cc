@@ -18,20 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<std::uint64_t> app_seqs(const Client& c) {
-  std::vector<std::uint64_t> out;
-  for (const auto& g : c.received) {
-    if (const std::uint64_t s = app_seq_of(g->message); s != 0) out.push_back(s);
-  }
-  return out;
-}
-
-std::vector<std::uint64_t> one_to(std::uint64_t n) {
-  std::vector<std::uint64_t> v;
-  for (std::uint64_t i = 1; i <= n; ++i) v.push_back(i);
-  return v;
-}
-
 const RegionGrant* grant(const SessionAnswer& a, const std::string& name, std::uint64_t account) {
   for (const RegionGrant& g : a.regions) {
     if (g.name == name && g.account == account) return &g;
@@ -352,27 +338,6 @@ TEST(OrderSessions, AResentIdDoesNotCostAReconnectItsLaterMessages) {
   EXPECT_EQ(again.all<Welcome>()[0]->app_seq, 4u);
   EXPECT_EQ(app_seqs(again), one_to(4));
   EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
-}
-
-TEST(OrderSessions, ResendStoresGrowWithUseAndOutliveAClose) {
-  TempDir dir;
-  ServiceConfig cfg = service_config(dir.file("journal"));
-  cfg.resend_capacity = 4096;
-  cfg.max_queued_messages = 4096;
-  Gateway gw("127.66.16.1", cfg);
-  ASSERT_TRUE(gw.service);
-  Client a("127.66.16.2");
-  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
-  EXPECT_LE(gw.service->resend_bytes(), ResendStore::kInitialSlots * 400u) << "a new session costs a few KiB, not its capacity";
-  a.send(Hello{0});
-  for (std::uint64_t i = 1; i <= 40; ++i) a.send(buy(i, 100, 1));
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 40; }));
-  EXPECT_LE(gw.service->resend_bytes(), 64u * 400u);
-  EXPECT_GT(gw.service->resend_bytes(), 32u * 300u);
-  const std::size_t kept = gw.service->resend_bytes();
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
-  // Kept for the session's next run (and grown by the cancel-on-disconnect CancelAcks).
-  EXPECT_GE(gw.service->resend_bytes(), kept);
 }
 
 TEST(OrderSessions, OrderEventsFollowTheAcksAndASlowSinkBackPressuresWithoutLosingAny) {
@@ -727,34 +692,6 @@ TEST(OrderSessions, UnderDropAndReorderEveryOrderIsAnsweredOnceAndFillsAreConser
   EXPECT_EQ(bought, sold);
   EXPECT_GT(gw.device->fault_counters().rx.dropped.get() + gw.device->fault_counters().tx.dropped.get(), 0u);
   EXPECT_EQ(gw.service->counters().disconnects.get(), 0u);
-}
-
-TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGap) {
-  TempDir dir;
-  ServiceConfig cfg = service_config(dir.file("journal"));
-  cfg.resend_capacity = 2;
-  cfg.back_pressure_messages = 2;
-  cfg.max_queued_messages = 2;
-  Gateway gw("127.66.10.1", cfg);
-  ASSERT_TRUE(gw.service);
-  Client a("127.66.10.2");
-  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
-  a.send(Hello{0});
-  for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
-  Client again("127.66.10.3");
-  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
-  again.send(Hello{0});
-  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
-  gw.run_for({&again}, 20ms);
-  ASSERT_EQ(again.received.size(), 3u);
-  const Welcome* w = again.received[0]->as<Welcome>();
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->app_seq, 4u);
-  EXPECT_EQ(w->resend_from, 1u);
-  EXPECT_EQ(app_seqs(again), (std::vector<std::uint64_t>{3, 4}));  // 1 and 2 are no longer kept
-  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
 }
 
 TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled) {

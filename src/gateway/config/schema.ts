@@ -83,11 +83,19 @@ export const TokenConfig = Type.Object(
 );
 
 // Caps on the RC sessions POST /v1/sessions holds at once (open, connected or
-// not, until closed or reopened): each holds a QP and its buffers.
+// not, until closed or reopened): each holds a QP and its buffers; and on the
+// names a token may ever use, each kept for good in sessions.json
+// (session-ids.ts says why), so that file is bounded by tokens x maxNamesPerToken.
 export const ControlSessionsConfig = Type.Object(
   {
     maxPerToken: Type.Integer({ minimum: 1, maximum: 65535, default: 64, description: 'sessions one token may hold at once: an integer 1..65535' }),
     maxTotal: Type.Integer({ minimum: 1, maximum: 65535, default: 256, description: 'sessions the gateway holds at once: an integer 1..65535' }),
+    maxNamesPerToken: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 1024,
+      description: 'session names one token may ever use (kept for good in sessions.json): an integer 1..1000000',
+    }),
   },
   { ...strict, default: {} },
 );
