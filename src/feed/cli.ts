@@ -11,7 +11,7 @@ import { Option, type Command } from 'commander';
 import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, controlPlaneCommand, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
@@ -160,12 +160,7 @@ function runUntil(flags: SubscribeFlags): { done: Promise<void>; take: () => boo
 }
 
 function feedCommand(program: Command, name: string, description: string): Command {
-  return program
-    .command(name)
-    .description(description)
-    .option('--url <url>', 'the gateway control plane (for the channels, and recovery)', DEFAULT_URL)
-    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)')
+  return controlPlaneCommand(program, name, description, 'the gateway control plane (for the channels, and recovery)')
     .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')

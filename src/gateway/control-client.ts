@@ -1,5 +1,6 @@
 // `qpgate status` and `qpgate qps`: read the control plane and print what
 // ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
+import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
@@ -7,6 +8,16 @@ import { table } from './table.js';
 import { formatNs } from './units.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
+
+/** A command that talks to a running gateway's control plane: --url, --token and --config (for state.dir's admin.token). */
+export function controlPlaneCommand(program: Command, name: string, description: string, urlHelp = 'the control plane'): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--url <url>', urlHelp, DEFAULT_URL)
+    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+}
 
 export class ClientError extends Error {}
 

@@ -32,7 +32,8 @@ export interface NativeRingLayout {
   readonly paddingType: number;
   readonly minCapacity: number;
   readonly maxCapacity: number;
-  readonly recordTypes: { readonly echo: number };
+  /** Every record type of the rings, by name (native/src/gateway/engine_agents.h kRecordTypes). */
+  readonly recordTypes: Readonly<Record<string, number>>;
 }
 
 export type IdleStrategyName = 'spin' | 'yield' | 'backoff';

@@ -11,7 +11,7 @@ import {
 } from './addon.js';
 import { RingConsumer, RingProducer } from './spsc-ring.js';
 
-/** Record types (native/src/engine/record_types.h). */
+/** Record types (native/src/gateway/engine_agents.h kRecordTypes; a test checks they agree). */
 export const RecordType = {
   /** toEngine: bytes to send back; fromEngine: the bytes + uint64 receive time (CLOCK_MONOTONIC ns, LE). */
   echo: 1,

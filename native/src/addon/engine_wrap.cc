@@ -8,7 +8,6 @@
 #include "convert.h"
 #include "verbs_convert.h"
 #include "options.h"
-#include "engine/soft_device_agent.h"
 
 namespace qpgate::addon {
 
@@ -107,10 +106,7 @@ EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine
   if (!on_wake_.IsEmpty()) waker = [this] { return WakeJs(); };
   try {
     engine_ = std::make_shared<engine::Engine>(std::move(options.config), std::move(waker));
-    // Every engine can drive soft devices (openDevice attaches them later).
-    auto agent = std::make_unique<engine::SoftDeviceAgent>();
-    soft_devices_ = agent.get();
-    engine_->add_agent(std::move(agent));
+    agents_ = gateway::add_engine_agents(*engine_);
   } catch (const std::exception& e) {
     throw Napi::TypeError::New(info.Env(), std::string("qpgate Engine: ") + e.what());
   }

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "gateway/engine_agents.h"
 
 namespace qpgate::engine {
 class SoftDeviceAgent;
@@ -44,10 +45,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   EngineWrap(const EngineWrap&) = delete;
   EngineWrap& operator=(const EngineWrap&) = delete;
 
-  // For the verbs bindings: the engine (shared, so verbs objects keep it
-  // alive for their finalizers) and the agent that drives soft devices.
+  // For the verbs, feed and orders bindings: the engine (shared, so verbs
+  // objects keep it alive for their finalizers) and its agents
+  // (gateway/engine_agents.h), owned by the engine.
   const std::shared_ptr<engine::Engine>& engine() const { return engine_; }
-  engine::SoftDeviceAgent* soft_devices() const { return soft_devices_; }
+  const gateway::EngineAgents& agents() const { return agents_; }
   // Non-null when `value` is an Engine made by this addon.
   static EngineWrap* FromValue(Napi::Value value);
 
@@ -70,7 +72,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 
   napi_env env_;
   std::shared_ptr<engine::Engine> engine_;
-  engine::SoftDeviceAgent* soft_devices_ = nullptr;  // owned by engine_
+  gateway::EngineAgents agents_;
   Napi::FunctionReference on_wake_;
   Napi::ThreadSafeFunction tsfn_;
   bool tsfn_live_ = false;

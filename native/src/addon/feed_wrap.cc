@@ -171,8 +171,7 @@ Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, con
   }
   if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
   if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
-  r.engine->run_on_engine([&] { r.agent = feed::FeedAgent::of_current_engine(); });
-  if (r.agent == nullptr) throw Napi::Error::New(env, std::string(what) + ": this engine has no feed agent (made before the addon registered it?)");
+  r.agent = ew->agents().feed;
   return r;
 }
 
@@ -657,7 +656,6 @@ Napi::Object record_layout(Napi::Env env) {
 }  // namespace
 
 void init_feed(Napi::Env env, Napi::Object exports, FeedClasses* classes) {
-  feed::FeedAgent::register_extension();
   Napi::Function publisher = PublisherWrap::Define(env);
   Napi::Function subscriber = SubscriberWrap::Define(env);
   classes->publisher = Napi::Persistent(publisher);

@@ -8,7 +8,6 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
-#include "feed/feed_agent.h"
 #include "orders/order_agent.h"
 #include "orders_wrap_config.h"
 #include "verbs_convert.h"
@@ -350,21 +349,14 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   orders::ServiceConfig config = to_service_config(env, info[2]);
   EnginePtr engine = ew->engine();
   if (!engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
-  orders::OrderAgent* agent = nullptr;
+  orders::OrderAgent* agent = ew->agents().orders;
   bool publisher_found = true;
   verbs::Result<std::uint32_t> id = verbs::Error{};
   const std::uint32_t publisher = config.feed_publisher_id;
   engine->run_on_engine([&] {
-    agent = orders::OrderAgent::of_current_engine();
-    if (agent == nullptr) return;
-    if (publisher != 0) {
-      feed::FeedAgent* f = feed::FeedAgent::of_current_engine();
-      publisher_found = f != nullptr && f->publisher(publisher) != nullptr;
-      if (!publisher_found) return;
-    }
-    id = agent->add_service(*device, std::move(config));
+    publisher_found = publisher == 0 || agent->has_feed_publisher(publisher);
+    if (publisher_found) id = agent->add_service(*device, std::move(config));
   });
-  if (agent == nullptr) throw Napi::Error::New(env, std::string(what) + ": this engine has no order agent (made before the addon registered it?)");
   if (!publisher_found) {
     throw Napi::RangeError::New(env, std::string(what) + ": config.feedPublisherId " + std::to_string(publisher) +
                                          " is not a feed publisher of this engine");
@@ -378,7 +370,6 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void init_orders(Napi::Env env, Napi::Object exports, OrdersClasses* classes) {
-  orders::OrderAgent::register_extension();
   Napi::Function service = ServiceWrap::Define(env);
   classes->service = Napi::Persistent(service);
   Napi::Object o = Napi::Object::New(env);

@@ -634,7 +634,7 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
 
   const EnginePtr& engine = ew->engine();
-  engine::SoftDeviceAgent* agent = ew->soft_devices();
+  engine::SoftDeviceAgent* agent = ew->agents().soft_devices;
   verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
   on_engine(engine, [&] {
     r = soft::open_soft_device(opts);

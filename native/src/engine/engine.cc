@@ -55,12 +55,14 @@ std::string validate(const EngineConfig& c) {
 Engine::Engine(EngineConfig config, JsWaker waker) : config_(std::move(config)), waker_(std::move(waker)) {
   const std::string error = validate(config_);
   if (!error.empty()) throw std::invalid_argument(error);
-  agents_.push_back(std::make_unique<CommandAgent>());
+  auto commands = std::make_unique<CommandAgent>();
+  command_agent_ = commands.get();
+  agents_.push_back(std::move(commands));
 }
 
 Engine::~Engine() { stop(); }
 
-void Engine::add_agent(std::unique_ptr<Agent> agent) {
+void Engine::add_agent_owned(std::unique_ptr<Agent> agent) {
   if (running_) throw std::logic_error("Engine::add_agent: engine is running");
   agents_.push_back(std::move(agent));
 }

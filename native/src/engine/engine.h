@@ -34,6 +34,8 @@
 
 namespace qpgate::engine {
 
+class CommandAgent;
+
 struct EngineConfig {
   static constexpr std::int64_t kDefaultRingCapacity = std::int64_t{1} << 20;  // 1 MiB + trailer: one 2 MiB page
   static constexpr std::int64_t kDefaultCycleThresholdNs = 1'000'000;          // Aeron's 1 ms
@@ -99,9 +101,17 @@ class Engine final : private ParkSite {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Before start(). The engine owns its agents; the built-in command agent
-  // (ECHO) always runs first.
-  void add_agent(std::unique_ptr<Agent> agent);
+  // Before start(). The engine owns its agents and runs them in the order
+  // they were added, after the built-in command agent, which always runs
+  // first. Returns the agent, for its builder to wire (engine_agents.h).
+  template <class A>
+  A* add_agent(std::unique_ptr<A> agent) {
+    A* added = agent.get();
+    add_agent_owned(std::move(agent));
+    return added;
+  }
+  // The built-in command agent: where agents register their record handlers.
+  CommandAgent& commands() const { return *command_agent_; }
 
   void start();
   void stop();
@@ -139,6 +149,7 @@ class Engine final : private ParkSite {
   bool on_engine_thread() const { return std::this_thread::get_id() == engine_thread_id_.load(); }
 
  private:
+  void add_agent_owned(std::unique_ptr<Agent> agent);
   // Engine thread: runs every queued control command; returns how many.
   int run_commands();
   void run(std::promise<std::string>& ready);
@@ -153,6 +164,7 @@ class Engine final : private ParkSite {
   EngineConfig config_;
   JsWaker waker_;
   std::vector<std::unique_ptr<Agent>> agents_;
+  CommandAgent* command_agent_ = nullptr;  // agents_[0]
 
   std::thread thread_;
   bool running_ = false;

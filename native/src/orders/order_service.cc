@@ -147,7 +147,6 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   }
   store(req.session);
   s->next_state_check_ns = now_ns + kStateCheckNs;
-  s->last_post_ns = now_ns;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
   sessions_.push_back(std::move(s));
   return a;
@@ -300,7 +299,7 @@ int OrderService::post_ready() {
       s.stage_send(m.view());
       if (m.recv_ns != 0 && now >= m.recv_ns) ack_latency_.record(now - m.recv_ns);
       q.pop();
-      s.last_post_ns = now;
+      s.held_ns = 0;
       ++s.sent_count;
       counters_.sent.add();
       ++work;
@@ -351,6 +350,16 @@ int OrderService::do_work(std::uint64_t now_ns) {
   return work;
 }
 
+bool OrderService::held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const {
+  if (!over_limit) {
+    s.held_ns = 0;
+  } else if (s.held_checked_ns != 0 && now_ns > s.held_checked_ns) {
+    s.held_ns += std::min(now_ns - s.held_checked_ns, kMaxStallStepNs);
+  }
+  s.held_checked_ns = now_ns;
+  return s.held_ns > config_.stall_ns;
+}
+
 int OrderService::pace_sessions(std::uint64_t now_ns) {
   const std::uint64_t durable = handler_->durable_position();
   // The gateway's own JS handler being behind holds everyone: its events are the gateway's work.
@@ -363,8 +372,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
     // After post_ready, a durable message at the front means every send slot
     // is taken: the client is the holdup (a queue that waits for the journal is not its doing).
     const bool client_holds = !q.empty() && q.front().durable <= durable;
-    // (last_post_ns may be a little after now_ns: post_ready reads the clock again.)
-    if (client_holds && q.size() > config_.max_queued_messages && now_ns > s.last_post_ns + config_.stall_ns) {
+    if (held_too_long(s, client_holds && q.size() > config_.max_queued_messages, now_ns)) {
       counters_.slow_disconnects.add();
       lose(s, now_ns);
       continue;

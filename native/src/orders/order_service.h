@@ -20,7 +20,10 @@
 // `stall_ns` — is ended (lost, below); what was queued stays in its
 // ResendStore for the next Hello. (The time keeps a client that does read
 // from being ended by a burst: one order sweeping thousands of its resting
-// orders queues thousands of fills at once.)
+// orders queues thousands of fills at once.) That time is the gateway's own:
+// a gap between two duty cycles longer than kMaxStallStepNs (the engine was
+// descheduled or stuck) counts as kMaxStallStepNs, as the client could not
+// have been served in it either.
 //
 // A journal that fails ends every session and refuses new ones (EIO): what
 // it could not record was never acknowledged, and a restart replays what it
@@ -66,7 +69,7 @@ struct ServiceConfig {
   std::uint32_t max_message_bytes = 512;
   std::uint32_t back_pressure_messages = 1024;
   std::uint32_t max_queued_messages = 4096;  // a session's queue beyond this ends it (<= resend_capacity) ...
-  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing was posted to it for this long
+  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing could be posted to it for this long
   std::uint32_t resend_capacity = 4096;      // sequenced messages kept per session for Hello resends
   int gid_index = -1;                    // -1: the first IPv4-mapped GID of port 1 (else the first set one)
   verbs::RcParams rc;                    // timers and hop limit; psn, mtu, access and sgid_index are per session
@@ -164,6 +167,8 @@ class OrderService {
  private:
   static constexpr std::size_t kPollBatch = 32;
   static constexpr std::uint64_t kStateCheckNs = 10'000'000;
+  // The most one gap between duty cycles adds to a session's held time.
+  static constexpr std::uint64_t kMaxStallStepNs = 10'000'000;
 
   OrderService(verbs::Device& device, ServiceConfig config);
 
@@ -176,6 +181,8 @@ class OrderService {
   int post_ready();
   // Per-session back-pressure and the queue cap; returns the receives re-posted.
   int pace_sessions(std::uint64_t now_ns);
+  // Adds this cycle to the time `s` held a queue over the cap (over_limit), or resets it; true past stall_ns.
+  bool held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const;
   void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;
 

@@ -69,7 +69,10 @@ class RcSession {
   std::uint64_t received_count = 0;
   std::uint64_t sent_count = 0;
   std::uint64_t next_state_check_ns = 0;
-  std::uint64_t last_post_ns = 0;  // a send was last posted to it (or it was opened)
+  // Time the gateway watched it hold a queue over max_queued_messages with
+  // nothing posted (OrderService::pace_sessions), and when that was last looked at.
+  std::uint64_t held_ns = 0;
+  std::uint64_t held_checked_ns = 0;
 
  private:
   explicit RcSession(const RcSessionConfig& config) : config_(config) {}

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 
 #include "feed/frame.h"
 #include "session_support.h"
@@ -285,10 +286,46 @@ TEST(OrderSessions, ASessionThatStopsReadingIsEndedAloneAndGetsEveryFillOnReconn
   ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
   again.send(Hello{0});
   ASSERT_TRUE(gw.run_until({&again, &b}, [&] { return again.all<Fill>().size() == kResting; }))
-      << again.all<Fill>().size() << " fills resent";  gw.run_for({&again, &b}, 20ms);
+      << again.all<Fill>().size() << " fills resent";
+  gw.run_for({&again, &b}, 20ms);
   EXPECT_EQ(again.all<Welcome>()[0]->app_seq, 2 * kResting);
   EXPECT_EQ(app_seqs(again), one_to(2 * kResting));
   EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
+}
+
+// The stall that ends a slow session is time the gateway watched it: a gateway
+// that was itself not running (descheduled, a stuck cycle) does not blame the
+// client for that gap, and still ends it once it has watched it for stall_ns.
+TEST(OrderSessions, TimeTheGatewayWasNotRunningIsNotCountedAgainstASlowSession) {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.back_pressure_messages = 4;
+  cfg.max_queued_messages = 8;
+  cfg.stall_ns = 1'000'000'000;
+  Gateway gw("127.66.17.1", cfg);
+  ASSERT_TRUE(gw.service);
+  constexpr std::uint64_t kResting = 40;  // as above: more fills than A's receives, send slots and the cap
+  Client a("127.66.17.2"), b("127.66.17.3");
+  a.repost = false;
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, true, kResting + 3).ok());
+  ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= kResting; ++i) a.send(sell(i, 100, 1, kAccountA));
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return a.all<Ack>().size() == kResting; }));
+  b.send(Hello{0});
+  for (std::uint64_t i = 1; i <= kResting; ++i) b.send(buy(i, 100, 1, kAccountB));
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return b.all<Fill>().size() == kResting; }));
+  ASSERT_EQ(gw.service->counters().slow_disconnects.get(), 0u);
+  ASSERT_GT(gw.service->sessions()[0].queued, cfg.max_queued_messages) << "A holds its fills";
+
+  std::this_thread::sleep_for(1500ms);  // the gateway does not run: longer than stall_ns
+  gw.run_for({&a, &b}, 100ms);
+  EXPECT_EQ(gw.service->counters().slow_disconnects.get(), 0u) << "ended for a gap the gateway itself was not running";
+  EXPECT_FALSE(gw.service->session(kSessionA)->disconnected);
+  // Watched for stall_ns, A is ended; B never was.
+  ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return gw.service->counters().slow_disconnects.get() == 1; }, 5s));
+  EXPECT_FALSE(gw.service->session(kSessionB)->disconnected);
 }
 
 TEST(OrderSessions, AResentIdDoesNotCostAReconnectItsLaterMessages) {

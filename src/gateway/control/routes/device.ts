@@ -59,7 +59,9 @@ export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayS
   );
   app.get(
     '/device',
-    { schema: { tags: ['device'], summary: 'the backend, the RDMA device, its ports and the engine threads', response: { 200: DeviceReport } } },
+    { schema: { tags: ['device'], summary: 'the backend, the RDMA device, its ports and the engine threads',
+        description: 'The device (firmware, node GUID, limits), its ports (state, MTU, GIDs), its NUMA node, the engine threads with CPU, affinity and idle strategy, the net report and the socket, wire and ingress counters.',
+        response: { 200: DeviceReport } } },
     async () => deviceReport(opts.state),
   );
 }

@@ -204,7 +204,11 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           tags: ['sessions'],
           summary: 'open an RC session (trading, risk, recovery): the handshake',
           description:
-            'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels). 404 not_enabled when no service of this gateway serves the role; 429 past control.sessions.maxPerToken / maxTotal.',
+            'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels); 403 names the missing entitlement. ' +
+            'The answer has the gateway\'s QPN, PSN, GID and MTU for the RC handshake and the memory regions the session may use. ' +
+            '404 not_enabled when no service of this gateway serves the role (order entry off, or no feed for recovery); ' +
+            '409 if the name is connected (or being opened by another request); 429 past control.sessions.maxPerToken / maxTotal. ' +
+            'Session ids are persisted in <state.dir>/sessions.json before the 201 (temporary file, fsync, rename, directory fsync).',
           'x-qpgate-scope': 'entitlement',
           body: SessionOpenBody,
           response: { 201: SessionOpened, ...errorResponses(404, 409, 429, 503) },
@@ -336,6 +340,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         schema: {
           tags: ['sessions'],
           summary: 'the sessions: a read token sees the ones it opened, an admin token every one',
+          description: 'By role, each with its QP state, app_seq and counters.',
           response: { 200: Type.Object({ count: Type.Integer(), roles: Type.Array(Type.String()), sessions: Type.Array(SessionView) }, { additionalProperties: false }) },
         },
       },
