@@ -8,15 +8,15 @@
 // /v1/feeds/:name and receive on a soft device of their own (--address); with
 // --recovery they recover gaps and late joins over RC (role 'recovery').
 import { Option, type Command } from 'commander';
+import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
 import { ClientError, controlPlaneCommand, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
-import { jsonLine } from '../gateway/json.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
-import { MessageType } from './messages.js';
 import { TickFileWriter } from './recording.js';
 import { subscribe, type FeedMessage, type FeedSubscriber } from './subscriber.js';
+import { PriceExponents, formatTick, tickJson } from './tick-format.js';
 
 interface SubscribeFlags extends ClientOptions {
   feed: string;
@@ -31,12 +31,6 @@ interface SubscribeFlags extends ClientOptions {
   out?: string;
 }
 
-const typeNames = new Map<number, string>(
-  Object.entries(MessageType)
-    .filter(([, v]) => typeof v === 'number')
-    .map(([k, v]) => [v as number, k.replace(/^MESSAGE_TYPE_/, '')]),
-);
-
 function parseCount(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
@@ -49,31 +43,6 @@ function parseSeconds(text: string | undefined): number | undefined {
   const s = Number(text);
   if (!Number.isFinite(s) || s <= 0) throw new ClientError(`--seconds must be a positive number (1.5 is fine), got ${JSON.stringify(text)}`);
   return s;
-}
-
-/** One JSON object per message (--json): what formatTick prints, as fields. */
-export function tickJson(m: FeedMessage): string {
-  let body: unknown;
-  try {
-    body = m.decode()?.value ?? null;
-  } catch (err) {
-    body = { undecodable: (err as Error).message };
-  }
-  const type = typeNames.get(m.type) ?? m.type;
-  return jsonLine({ channel: m.channel, seq: m.seq, type, instrumentId: m.instrumentId, snapshot: m.snapshot, recovered: m.recovered, body });
-}
-
-/** One line per message: channel, sequence, type, instrument and the decoded body. */
-export function formatTick(m: FeedMessage): string {
-  let body: string;
-  try {
-    const d = m.decode();
-    body = d === undefined ? `${m.body.length} bytes` : jsonLine(d.value);
-  } catch (err) {
-    body = `undecodable: ${(err as Error).message}`;
-  }
-  const flags = [m.snapshot ? 'snapshot' : '', m.recovered ? 'recovered' : ''].filter(Boolean).join(',');
-  return `ch ${m.channel} seq ${m.seq} ${typeNames.get(m.type) ?? `type ${m.type}`} instrument ${m.instrumentId}${flags ? ` [${flags}]` : ''} ${body}`;
 }
 
 interface StatsSample {
@@ -117,6 +86,24 @@ function statsLine(x: StatsSample): string {
     `${x.seconds} s  ${x.received} msgs  ${x.perSecond}/s  gaps ${x.gaps}  dups ${x.duplicates}  ` +
     `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}  other-session ${x.otherSessionFrames}`
   );
+}
+
+/** --stats lines: on a terminal one line rewritten in place (log-update), else (a pipe, --json) one line each time. */
+function statsOutput(json: boolean): { update(line: string): void; done(line: string): void } {
+  // A terminal of no size (a pty nobody sized) would be shown nothing by log-update.
+  const sized = process.stdout.isTTY === true && process.stdout.rows > 0 && process.stdout.columns > 0;
+  if (json || !sized) {
+    const print = (l: string) => void process.stdout.write(`${l}\n`);
+    return { update: print, done: print };
+  }
+  const live = createLogUpdate(process.stdout, { showCursor: true });
+  return {
+    update: (l) => live(l),
+    done: (l) => {
+      live(l);
+      live.done();
+    },
+  };
 }
 
 async function openSubscription(command: string, flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
@@ -200,21 +187,22 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
     .action(async (flags: SubscribeFlags) => {
       try {
         const until = runUntil(flags);
+        const exponents = new PriceExponents();
         const sub = await openSubscription('subscribe', flags, (m) => {
           if (!until.take() || flags.stats) return;
-          process.stdout.write(`${flags.json ? tickJson(m) : formatTick(m)}\n`);
+          process.stdout.write(`${flags.json ? tickJson(m, exponents) : formatTick(m, exponents)}\n`);
         });
         const started = performance.now();
         const previous = { received: 0, at: started };
-        const tty = process.stdout.isTTY === true && !flags.json;
         const line = () => {
           const sample = statsSample(sub, started, previous);
           return flags.json ? JSON.stringify(sample) : statsLine(sample);
         };
-        const ticker = flags.stats ? setInterval(() => process.stdout.write(tty ? `\r\x1b[2K${line()}` : `${line()}\n`), 1000) : undefined;
+        const stats = flags.stats ? statsOutput(flags.json === true) : undefined;
+        const ticker = stats && setInterval(() => stats.update(line()), 1000);
         await until.done;
-        if (ticker) clearInterval(ticker);
-        if (flags.stats) process.stdout.write(`${tty ? '\r\x1b[2K' : ''}${line()}\n`);
+        clearInterval(ticker);
+        stats?.done(line());
         await sub.close();
       } catch (err) {
         fail('subscribe', err);

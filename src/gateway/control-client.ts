@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
+import { table } from './table.js';
 import { formatNs } from './units.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
@@ -62,16 +63,6 @@ export async function getJson<T>(opts: ClientOptions, path: string): Promise<T> 
   if (res.status === 401) throw new ClientError(`the gateway at ${base} refused the token from ${source} (401: ${body.message ?? 'unauthorized'})`);
   if (!res.ok) throw new ClientError(`${path}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
   return body as T;
-}
-
-/** Columns padded to their widest cell; numbers right-aligned. */
-export function table(headers: string[], rows: Array<Array<string | number>>): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))];
-  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number'));
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells
-    .map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
-    .join('\n');
 }
 
 // The parts of /v1/status the CLI prints.

@@ -12,7 +12,8 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ClientError, getJson, resolveToken, table, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { table } from '../gateway/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';

@@ -15,7 +15,7 @@ import { startGateway, type Gateway } from '../../src/gateway/service.js';
 import { subscribe, type FeedWarning } from '../../src/feed/subscriber.js';
 import { writeConfig } from '../orders/support.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
-import { runQpgate } from '../support/run-qpgate.js';
+import { runCli } from '../support/cli.js';
 
 const ADMIN_TOKEN = 'admin-token-two-gateways-0123456789';
 const FEED_TOKEN = 'feed-token-two-gateways-0123456789';
@@ -40,7 +40,7 @@ feeds:
 }
 
 const subscribeStats = (url: string) =>
-  runQpgate(['subscribe', '--url', url, '--token', ADMIN_TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '4']);
+  runCli(['subscribe', '--url', url, '--token', ADMIN_TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '4']);
 
 async function until(what: string, done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;

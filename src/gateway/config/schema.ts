@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { FeedsConfig } from '../../feed/config.js';
 import { OrdersConfig, U64 } from '../../orders/config.js';
+import { DURATION_PATTERN } from '../slo/duration.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -146,7 +147,7 @@ export const StateConfig = Type.Object(
 );
 
 const Duration = (description: string) =>
-  Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$', description: `${description}: a duration like "10s", "1m", "10m"` });
+  Type.String({ pattern: DURATION_PATTERN, description: `${description}: a duration like "10s", "1m", "10m"` });
 
 export const SloObjectiveConfig = Type.Object(
   {
