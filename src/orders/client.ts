@@ -105,6 +105,7 @@ export class OrderClient extends EventEmitter {
   #immediate: NodeJS.Immediate | undefined;
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
   #catchUp: { target: bigint; resolve: () => void } | undefined;
+  #reconnecting: Promise<void> | undefined;
   readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, inFlight: 0, queued: 0 };
 
   private constructor(ep: RcEndpoint, options: OrderClientOptions) {
@@ -171,14 +172,20 @@ export class OrderClient extends EventEmitter {
   /**
    * After a 'disconnect' (or to move to a restarted gateway, `url`): a new QP,
    * the handshake again (same session id), Hello with lastAppSeq, the resend,
-   * then every unanswered request again. Requests made meanwhile wait.
+   * then every unanswered request again. Requests made meanwhile wait. A call
+   * while one is under way joins it (its overrides are not applied): two
+   * handshakes for one session would race for its name.
    */
-  async reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
-    if (this.#closed) throw new Error('qpgate client: reconnect() after close()');
+  reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('qpgate client: reconnect() after close()'));
+    if (this.#reconnecting !== undefined) return this.#reconnecting;
     if (overrides.url !== undefined) this.#ep.options.url = overrides.url;
     if (overrides.token !== undefined) this.#ep.options.token = overrides.token;
     this.#stats.reconnects++;
-    await this.#establish();
+    this.#reconnecting = this.#establish().finally(() => {
+      this.#reconnecting = undefined;
+    });
+    return this.#reconnecting;
   }
 
   /** Drops the QP without telling the gateway (as a crash would); pending requests stay for reconnect(). */
