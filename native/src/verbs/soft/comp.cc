@@ -17,10 +17,8 @@ constexpr std::array<std::string_view, kCompStateCount> kCompStateNames = {
     "COMP_ACK", "UPDATE_COMP", "ERROR_RETRY", "RNR_RETRY", "ERROR", "DONE",
 };
 
-bool is_read_or_atomic(WrOpcode op) {
-  return op == WrOpcode::RDMA_READ || op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD;
-}
-bool is_atomic(WrOpcode op) { return op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD; }
+bool is_read_or_atomic(WrOpcode op) { return wr_opcode_info(op).is_read_or_atomic(); }
+bool is_atomic(WrOpcode op) { return wr_opcode_info(op).is(wire::kWrAtomic); }
 
 using wire::Opcode;
 bool op_is(const wire::Packet& p, Opcode o) { return p.op->opcode == o; }

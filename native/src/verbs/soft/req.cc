@@ -14,43 +14,11 @@ namespace {
 
 using wire::Opcode;
 
-bool is_rd_atomic(WrOpcode op) {
-  return op == WrOpcode::RDMA_READ || op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD;
-}
+bool is_rd_atomic(WrOpcode op) { return wr_opcode_info(op).is_read_or_atomic(); }
 
 std::uint32_t packets_for(std::uint64_t len, std::uint32_t mtu) {
   if (len == 0) return 1;
   return static_cast<std::uint32_t>((len + mtu - 1) / mtu);
-}
-
-// The RC opcode of packet `pkt` of `n` of a SEND or WRITE; UC adds 0x20.
-std::uint8_t seg_opcode(WrOpcode op, std::uint32_t pkt, std::uint32_t n, bool uc) {
-  const bool first = pkt == 0;
-  const bool last = pkt + 1 == n;
-  Opcode o{};
-  switch (op) {
-    case WrOpcode::SEND:
-      o = first && last ? Opcode::kRcSendOnly : first ? Opcode::kRcSendFirst : last ? Opcode::kRcSendLast
-                                                                             : Opcode::kRcSendMiddle;
-      break;
-    case WrOpcode::SEND_WITH_IMM:
-      o = first && last ? Opcode::kRcSendOnlyWithImm : first ? Opcode::kRcSendFirst
-                                                    : last   ? Opcode::kRcSendLastWithImm
-                                                             : Opcode::kRcSendMiddle;
-      break;
-    case WrOpcode::RDMA_WRITE:
-      o = first && last ? Opcode::kRcRdmaWriteOnly : first ? Opcode::kRcRdmaWriteFirst
-                                                  : last   ? Opcode::kRcRdmaWriteLast
-                                                           : Opcode::kRcRdmaWriteMiddle;
-      break;
-    case WrOpcode::RDMA_WRITE_WITH_IMM:
-      o = first && last ? Opcode::kRcRdmaWriteOnlyWithImm : first ? Opcode::kRcRdmaWriteFirst
-                                                         : last   ? Opcode::kRcRdmaWriteLastWithImm
-                                                                  : Opcode::kRcRdmaWriteMiddle;
-      break;
-    default: break;
-  }
-  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(o) + (uc ? 0x20 : 0));
 }
 
 }  // namespace
@@ -204,8 +172,8 @@ Requester::Step Requester::send_one(std::int64_t now_ns) {
   if (fresh && qp_.attr_.qp_state == QpState::SQD) return Step::DONE;  // draining: no new message
 
   const std::uint32_t mtu = qp_.mtu_bytes();
-  const bool atomic = w->opcode == WrOpcode::ATOMIC_CMP_AND_SWP || w->opcode == WrOpcode::ATOMIC_FETCH_AND_ADD;
-  const std::uint32_t npkts = fresh ? (atomic ? 1 : packets_for(w->length, mtu)) : st.npkts;
+  const wire::WrOpcodeInfo& info = wr_opcode_info(w->opcode);
+  const std::uint32_t npkts = fresh ? (info.is(wire::kWrAtomic) ? 1 : packets_for(w->length, mtu)) : st.npkts;
   if (fresh && rc && is_rd_atomic(w->opcode)) {
     const std::uint32_t depth = std::max<std::uint32_t>(1, qp_.attr_.max_rd_atomic);
     if (rd_atomic_ >= depth) {
@@ -240,17 +208,10 @@ Requester::Step Requester::send_one(std::int64_t now_ns) {
         return Step::ERROR;
       }
       payload = std::span<const std::uint8_t>(payload_.data(), len);
-      if (qp_.type_ == QpType::UD) {
-        f.bth.opcode = static_cast<std::uint8_t>(w->opcode == WrOpcode::SEND_WITH_IMM ? Opcode::kUdSendOnlyWithImm
-                                                                                      : Opcode::kUdSendOnly);
-      } else {
-        f.bth.opcode = seg_opcode(w->opcode, cur_pkt_, npkts, qp_.type_ == QpType::UC);
-      }
-      const bool with_imm = w->opcode == WrOpcode::SEND_WITH_IMM || w->opcode == WrOpcode::RDMA_WRITE_WITH_IMM;
-      f.imm = with_imm ? w->imm_data : 0;
+      f.bth.opcode = info.packet_opcode(cur_pkt_, npkts, transport_of(qp_.type_));
+      f.imm = info.is(wire::kWrImm) ? w->imm_data : 0;
       // Solicited event: on the last packet of a SEND or a WRITE with immediate (IBA 9.2.3).
-      f.bth.solicited = last_pkt && w->send_flags.has(SendFlag::SOLICITED) &&
-                        (w->opcode != WrOpcode::RDMA_WRITE);
+      f.bth.solicited = last_pkt && w->send_flags.has(SendFlag::SOLICITED) && (info.is(wire::kWrSend) || info.is(wire::kWrImm));
       if (cur_pkt_ == 0) f.reth = wire::RethFields{w->rdma.remote_addr, w->rdma.rkey, static_cast<std::uint32_t>(w->length)};
       break;
     }
@@ -319,7 +280,7 @@ Requester::Step Requester::send_one(std::int64_t now_ns) {
     // A retransmission is a PSN sent before (the later packets of a
     // message are not: they go out for the first time).
     if (wire::psn_before(psn, sent_psn_)) qp_.counters_.retransmitted_pkts.inc();
-    const std::uint32_t high = w->opcode == WrOpcode::RDMA_READ ? wire::psn_add(st.last_psn, 1) : wire::psn_add(psn, 1);
+    const std::uint32_t high = info.is(wire::kWrRead) ? wire::psn_add(st.last_psn, 1) : wire::psn_add(psn, 1);
     if (wire::psn_after(high, sent_psn_)) sent_psn_ = high;
   }
   if (qp_.type_ != QpType::RC) {
