@@ -2,10 +2,12 @@
 // posted buffers, WRITEs and READs of registered memory, atomics — and
 // answers with ACK/NAK, READ responses and atomic ACKs.
 //
-// State machine (RespState + switch, names in resp.cc):
+// State machine, as rxe_resp.c: one function per RespState that returns the
+// next state, driven by on_request's loop (names in resp.cc):
 //   CHK_PSN → CHK_OP_SEQ → CHK_OP_VALID → CHK_RESOURCE → CHK_LENGTH →
 //   CHK_RKEY → EXECUTE → {READ_REPLY, ATOMIC_REPLY, COMPLETE} → ACKNOWLEDGE
-//   → CLEANUP → DONE, with DUPLICATE_REQUEST and the ERR_* exits.
+//   → CLEANUP → DONE, with DUPLICATE_REQUEST and the ERR_* exits. The
+//   answers (ACK/NAK, READ responses, atomic ACKs) are in resp_reply.cc.
 //
 // RC, as rxe does and the IBA asks:
 //  - PSN ahead of the expected one: NAK PSN sequence error once; further
@@ -35,6 +37,7 @@
 #include <optional>
 #include <string_view>
 
+#include "verbs/soft/mr_table.h"
 #include "verbs/soft/transport.h"
 #include "verbs/soft/work_queue.h"
 #include "wire/packet.h"
@@ -67,6 +70,8 @@ enum class RespState : std::uint8_t {
   DONE,
 };
 inline constexpr int kRespStateCount = 21;
+// The AETH syndrome of a plain ACK: credits invalid (0x1f), as rxe sends it.
+inline constexpr std::uint8_t kAckUnlimited = wire::aeth::kAck | wire::aeth::kCreditsInvalid;
 std::string_view resp_state_name(RespState s);
 
 // Results of recently executed atomics, by PSN, so a duplicate is answered
@@ -116,6 +121,49 @@ class Responder {
     bool first;              // the next packet is the first response
   };
 
+  // The request packet in hand, as the states see it.
+  struct Request {
+    const wire::Packet& pkt;
+    const wire::OpcodeInfo* op;
+    std::uint8_t opcode;
+    std::uint32_t psn;
+    std::size_t len;  // payload bytes
+    bool rc;          // RC (else UC)
+    MrAccess access;  // the remote memory CHK_RKEY found
+  };
+
+  // One function per state, each returning the next (resp.cc).
+  RespState step(RespState s, Request& r);
+  RespState check_psn(Request& r);
+  RespState check_psn_uc(Request& r);
+  RespState check_op_seq(Request& r);
+  RespState check_op_valid(Request& r);
+  RespState check_resource(Request& r);
+  RespState check_length(Request& r);
+  RespState check_rkey(Request& r);
+  RespState execute(Request& r);
+  RespState read_reply(Request& r);
+  RespState atomic_reply(Request& r);
+  RespState complete(Request& r);
+  RespState acknowledge(Request& r);
+  RespState duplicate_request(Request& r);
+  RespState err_psn_out_of_seq();
+  RespState err_rnr(Request& r);
+  RespState err_invalid_request(Request& r);
+  RespState err_remote_access(Request& r);
+  RespState err_length(Request& r);
+  RespState err_local(Request& r);
+  RespState fail_receive(Request& r, WcStatus status);
+  RespState drop(Request& r);
+  static RespState fail(const Request& r, RespState rc_state);
+  MrAccess remote_access(const Request& r) const;
+  void replay_read(const Request& r);
+  void replay_atomic(const Request& r);
+  void uc_abandon();
+  void uc_skip(std::uint32_t psn, bool rest);
+
+  // Answers (resp_reply.cc).
+  wire::PacketFields response_fields(wire::Opcode op, std::uint32_t psn, std::uint8_t syndrome) const;
   void send_ack(std::uint8_t syndrome, std::uint32_t psn);
   bool send_atomic_ack(std::uint32_t psn, std::uint64_t orig);
   bool pump_read(PendingRead& r);

@@ -35,19 +35,6 @@ Status check_post_recv_state(QpState s) {
   return {};
 }
 
-bool opcode_valid_for(QpType type, WrOpcode op) {
-  switch (op) {
-    case WrOpcode::SEND:
-    case WrOpcode::SEND_WITH_IMM: return true;
-    case WrOpcode::RDMA_WRITE:
-    case WrOpcode::RDMA_WRITE_WITH_IMM: return type == QpType::RC || type == QpType::UC;
-    case WrOpcode::RDMA_READ:
-    case WrOpcode::ATOMIC_CMP_AND_SWP:
-    case WrOpcode::ATOMIC_FETCH_AND_ADD: return type == QpType::RC;
-  }
-  return false;
-}
-
 Status check_qp_cap(const QpCap& cap, bool has_srq) {
   const auto over = [](const char* name, std::uint32_t v, std::uint32_t max) {
     return einval(std::string("create_qp: cap.") + name + " " + std::to_string(v) + " exceeds the device's " +
@@ -143,7 +130,8 @@ Status SendQueue::validate(const SendWr& wr, std::size_t index, std::uint64_t* l
   }
   std::uint64_t len = 0;
   for (const Sge& s : wr.sg_list) len += s.length;  // ≤ 32 × 2^32: cannot wrap
-  const bool atomic = wr.opcode == WrOpcode::ATOMIC_CMP_AND_SWP || wr.opcode == WrOpcode::ATOMIC_FETCH_AND_ADD;
+  const wire::WrOpcodeInfo& info = wr_opcode_info(wr.opcode);
+  const bool atomic = info.is(wire::kWrAtomic);
   if (len > config_.max_msg_sz) {
     return einval(who + " is " + std::to_string(len) + " bytes; the largest message is " +
                   std::to_string(config_.max_msg_sz));
@@ -153,7 +141,7 @@ Status SendQueue::validate(const SendWr& wr, std::size_t index, std::uint64_t* l
                   " needs exactly 8 bytes of local buffer for the original value, not " + std::to_string(len));
   }
   if (wr.send_flags.has(SendFlag::INLINE)) {
-    if (atomic || wr.opcode == WrOpcode::RDMA_READ) {
+    if (info.is_read_or_atomic()) {
       return einval(who + ": IBV_SEND_INLINE is not valid with " + std::string(wr_opcode_name(wr.opcode)));
     }
     if (len > config_.cap.max_inline_data) {
