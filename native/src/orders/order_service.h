@@ -17,8 +17,8 @@
 // gateway's own JS handler) holds every session's receives. A session that
 // still does not read — its queue passes `max_queued_messages`, as fills
 // for its resting orders keep coming, and nothing could be posted to it for
-// `stall_ns` — is ended (lost, below); what was queued stays in its
-// ResendStore for the next Hello. (The time keeps a client that does read
+// `stall_ns` — is ended (lost, below); what was queued is in the journal,
+// and its next Hello gets it again (the ResendStore rebuilt from there). (The time keeps a client that does read
 // from being ended by a burst: one order sweeping thousands of its resting
 // orders queues thousands of fills at once.) That time is the gateway's own:
 // a gap between two duty cycles longer than kMaxStallStepNs (the engine was
