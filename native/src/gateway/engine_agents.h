@@ -1,6 +1,5 @@
 // The agents of a gateway engine, added in the order one duty cycle runs
-// them, with what each needs from the others handed in (Aeron's driver wires
-// its conductor, sender and receiver the same way, in one place):
+// them, with what each needs from the others handed in, in this one place:
 //
 //   1 commands      JS's records: ECHO; FEED_PUBLISH routed to 2 (built into
 //                   every Engine, always first)
