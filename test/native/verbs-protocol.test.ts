@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -142,8 +142,10 @@ async function captureRunning(file: string, stderr: () => string): Promise<void>
   const probe = createSocket('udp4');
   await new Promise<void>((resolve) => probe.bind(0, PROBE_SOURCE, resolve));
   try {
+    // The size of the file once dumpcap has written its header (it may print
+    // "Capturing on" before the file exists).
     const emptySize = async () => {
-      for (let waited = 0; !/Capturing on/.test(stderr()); waited += 50) {
+      for (let waited = 0; !/Capturing on/.test(stderr()) || !existsSync(file) || statSync(file).size === 0; waited += 50) {
         assert.ok(waited < CAPTURE_START_MS, `tshark did not start capturing: ${stderr()}`);
         await sleep(50);
       }
