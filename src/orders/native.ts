@@ -82,7 +82,9 @@ export interface NativeOrderStats {
   resendRebuilds: number;
   /** Rebuilds that could not read the journal back. */
   resendRebuildFailures: number;
-  /** Engine time those rebuilds took, ns. */
+  /** Why the last of them failed ("session 7: ..."); '' until one has. */
+  lastRebuildFailure: string;
+  /** Time those rebuilds took on the rebuild worker (never the engine thread), ns. */
   resendRebuildNs: number;
   /** Memory of the connected sessions' resend stores, bytes (closed sessions hold none). */
   resendBytes: number;

@@ -74,7 +74,7 @@ test('a closed session gets exactly what it missed, across a restart too, and se
     assert.equal(await metric('qpgate_order_resend_rebuilds_total'), 1);
     assert.equal(await metric('qpgate_order_resend_gaps_total'), 0);
     const took = async () => (((await metric('qpgate_order_resend_rebuild_seconds_total')) ?? 0) * 1e3).toFixed(1);
-    console.log(`# the rebuild replayed a journal of ${4 + 10 * (ORDERS + 1)} records in ${await took()} ms of engine time`);
+    console.log(`# the rebuild replayed a journal of ${4 + 10 * (ORDERS + 1)} records in ${await took()} ms on the rebuild worker (not the engine thread); the engine's longest duty cycle so far: ${(((await metric('qpgate_engine_duty_cycle_max_seconds')) ?? 0) * 1e3).toFixed(1)} ms`);
 
     gw.child.kill('SIGKILL');
     await gw.exited;

@@ -175,8 +175,10 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     std::vector<std::pair<std::string, std::uint64_t>> by_reason;
     std::vector<std::pair<std::string, std::uint64_t>> by_kind;
     std::string journal_failure;
+    std::string rebuild_failure;
     with_service(env, "service.stats", [&](orders::OrderService& s) {
       journal_failure = s.handler().journal().failure();
+      rebuild_failure = s.last_rebuild_failure();
       const orders::HandlerCounters& h = s.handler().counters();
       const orders::ServiceCounters& c = s.counters();
       const orders::JournalStats& j = s.handler().journal().stats();
@@ -208,7 +210,6 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},
-              {"journalFailed", s.handler().journal().failed() ? 1 : 0},
               {"durablePosition", s.handler().durable_position()},
               {"backPressureEvents", c.back_pressure_events.get()},
               {"slowDisconnects", c.slow_disconnects.get()},
@@ -234,7 +235,6 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     });
     Napi::Object o = Napi::Object::New(env);
     for (const auto& [k, v] : flat) o.Set(k, num(env, v));
-    o.Set("journalFailure", journal_failure);  // "" while the journal is sound
     Napi::Object reasons = Napi::Object::New(env);
     for (const auto& [k, v] : by_reason) reasons.Set(k, num(env, v));
     o.Set("rejectsByReason", reasons);
@@ -242,6 +242,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     for (const auto& [k, v] : by_kind) kinds.Set(k, num(env, v));
     o.Set("decodeErrorsByKind", kinds);
     o.Set("journalFailure", journal_failure);  // "" while journalFailed is 0
+    o.Set("lastRebuildFailure", rebuild_failure);  // "" until a rebuild fails
     return o;
   }
 

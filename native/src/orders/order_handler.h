@@ -111,10 +111,11 @@ class OrderHandler final : private BookListener {
   // handing each record's messages to `visit` as on_replayed gets them at
   // open (Reject texts empty; feed events must not be published). The
   // session service rebuilds from it what a session whose resend store was
-  // freed may ask to have resent (order_service.h). False + `error` if the
-  // file cannot be read back.
+  // freed may ask to have resent (resend_rebuilder.h). False + `error` if the
+  // file cannot be read back, or when `visit` returns false (it stops there).
+  // Any thread: it shares nothing with the live handler but the file.
   static bool replay_messages(const HandlerConfig& config, std::uint64_t end,
-                              const std::function<void(const OutBuffer&)>& visit, std::string& error);
+                              const std::function<bool(const OutBuffer&)>& visit, std::string& error);
 
   // One SEND received from `session`.
   void on_message(std::uint32_t session, std::span<const std::uint8_t> bytes, std::uint64_t now_ns, OutBuffer& out);

@@ -83,12 +83,13 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
   hc.sessions.clear();
   // The engine thread never waits on the disk: fdatasync (interval/every) runs on the journal's own thread.
   hc.journal.sync_thread = true;
-  // No resend store is built at start: every session is closed until it reconnects (welcome_store).
+  // No resend store is built at start: every session is closed until it reconnects (queue_welcome).
   hc.on_replayed = {};
   s->config_.handler = hc;
   std::string error;
   s->handler_ = OrderHandler::open(hc, error);
   if (!s->handler_) return verbs::Error{EINVAL, "journal " + s->config_.handler.journal.path + ": " + error};
+  s->rebuilder_ = std::make_unique<ResendRebuilder>(hc, s->config_.resend_capacity);
   return s;
 }
 
@@ -99,32 +100,66 @@ ResendStore* OrderService::find_store(std::uint32_t session) const noexcept {
   return it == stores_.end() ? nullptr : it->second.get();
 }
 
-const ResendStore& OrderService::welcome_store(std::uint32_t session, std::uint64_t from, std::uint64_t to) {
-  std::unique_ptr<ResendStore>& p = stores_[session];
-  if (p) return *p;
-  p = std::make_unique<ResendStore>(config_.resend_capacity);
-  if (from <= to) rebuild(session, from, *p);
-  return *p;
+void OrderService::ask_rebuild(RcSession& s, std::uint64_t from, std::uint64_t to, std::uint64_t durable) {
+  stores_[s.id()] = std::make_unique<ResendStore>(config_.resend_capacity);
+  s.rebuild_job = ++last_rebuild_job_;
+  s.resend_from = from;
+  s.resend_to = to;
+  s.resend_durable = durable;
+  s.held.clear();
+  counters_.resend_rebuilds.add();
+  // The file must hold every record the live handler appended: the replay reads it, not the buffer.
+  if (!handler_->write_out()) return;  // the journal failed: on_journal_failure ends the session
+  rebuilder_->ask(RebuildJob{s.rebuild_job, s.id(), from, handler_->journal().written_position()});
 }
 
-void OrderService::rebuild(std::uint32_t session, std::uint64_t from, ResendStore& store) {
-  const std::uint64_t started = engine::monotonic_ns();
-  std::string error;
-  // The file must hold every record the live handler appended: the replay reads it, not the buffer.
-  const bool ok =
-      handler_->write_out() &&
-      OrderHandler::replay_messages(
-          config_.handler, handler_->journal().written_position(),
-          [&](const OutBuffer& out) {
-            for (const OutMessage& m : out.messages()) {
-              if (m.session == session && m.app_seq >= from) store.put(m.app_seq, out.bytes_of(m));
-            }
-          },
-          error);
-  counters_.resend_rebuilds.add();
-  // What could not be rebuilt is counted again by queue_welcome, as resend gaps.
-  if (!ok) counters_.resend_rebuild_failures.add();
-  counters_.resend_rebuild_ns.add(engine::monotonic_ns() - started);
+int OrderService::finish_rebuilds() {
+  std::vector<RebuildResult> done = rebuilder_->take_done();
+  for (RebuildResult& r : done) finish_rebuild(r);
+  return static_cast<int>(done.size());
+}
+
+void OrderService::finish_rebuild(RebuildResult& r) {
+  counters_.resend_rebuild_ns.add(r.took_ns);
+  if (!r.ok && !r.cancelled) {
+    // What could not be rebuilt is counted again by queue_resends, as resend gaps.
+    counters_.resend_rebuild_failures.add();
+    last_rebuild_failure_ = "session " + std::to_string(r.job.session) + ": " + r.error;
+  }
+  RcSession* s = session(r.job.session);
+  if (s == nullptr || s->disconnected || s->rebuild_job != r.job.id) return;  // gone, or a later Hello's
+  s->rebuild_job = 0;
+  std::unique_ptr<ResendStore>& kept = stores_[s->id()];
+  if (r.store != nullptr) {
+    // What was made while the worker read: after the replay's last message, or a copy of it (put ignores those).
+    for (std::uint64_t seq = kept->first(); seq != 0 && seq <= kept->last(); ++seq) {
+      if (const auto b = kept->get(seq); !b.empty()) r.store->put(seq, b);
+    }
+    kept = std::move(r.store);
+  }
+  queue_resends(*s, *kept, s->resend_from, s->resend_to, s->resend_durable);
+  for (; !s->held.empty(); s->held.pop()) {
+    const PendingMessage& m = s->held.front();
+    s->out().push(m.app_seq, m.durable, m.recv_ns, m.view());
+  }
+  s->greeted = true;
+}
+
+void OrderService::queue_resends(RcSession& s, const ResendStore& st, std::uint64_t from, std::uint64_t to,
+                                 std::uint64_t durable) {
+  if (from <= to && (st.first() == 0 || from < st.first())) {
+    const std::uint64_t kept_from = st.first() == 0 ? to + 1 : st.first();
+    counters_.resend_gaps.add(std::min(kept_from, to + 1) - from);
+    from = kept_from;
+  }
+  for (std::uint64_t seq = from; seq <= to; ++seq) {
+    const auto b = st.get(seq);
+    if (b.empty()) {
+      counters_.resend_gaps.add();
+      continue;
+    }
+    s.out().push(seq, durable, 0, b);
+  }
 }
 
 std::size_t OrderService::resend_bytes() const noexcept {
@@ -202,6 +237,9 @@ void OrderService::close(std::uint64_t now_ns) {
 void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   s.disconnected = true;
   s.greeted = false;
+  if (s.rebuild_job != 0) rebuilder_->cancel(s.rebuild_job);
+  s.rebuild_job = 0;
+  s.held.clear();
   s.back_pressured = false;
   s.out().clear();
   s.channel().to_error();
@@ -221,8 +259,9 @@ void OrderService::set_order_event_sink(OrderEventSink sink) {
 }
 
 std::size_t OrderService::pending() const noexcept {
-  std::size_t n = events_.size();
-  for (const auto& s : sessions_) n += s->out().size();
+  // A rebuild's resends are pending too (a drain before close waits for them).
+  std::size_t n = events_.size() + rebuilder_->outstanding();
+  for (const auto& s : sessions_) n += s->out().size() + s->held.size();
   return n;
 }
 
@@ -237,21 +276,19 @@ void OrderService::queue_welcome(RcSession& s, std::span<const std::uint8_t> byt
   // What is queued already is in the resend range: the Welcome goes first.
   s.out().drop_sequenced();
   s.out().push(0, durable, 0, bytes);
-  std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
-  const ResendStore& st = welcome_store(s.id(), from, w->app_seq);
-  if (from <= w->app_seq && (st.first() == 0 || from < st.first())) {
-    const std::uint64_t kept_from = st.first() == 0 ? w->app_seq + 1 : st.first();
-    counters_.resend_gaps.add(std::min(kept_from, w->app_seq + 1) - from);
-    from = kept_from;
+  // A second Hello while a rebuild runs: this one's range counts, read anew.
+  const bool rebuilding = s.rebuild_job != 0;
+  if (rebuilding) rebuilder_->cancel(s.rebuild_job);
+  s.rebuild_job = 0;
+  const std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
+  if ((rebuilding || find_store(s.id()) == nullptr) && from <= w->app_seq) {
+    s.greeted = false;
+    ask_rebuild(s, from, w->app_seq, durable);
+    return;
   }
-  for (std::uint64_t seq = from; seq <= w->app_seq; ++seq) {
-    const auto b = st.get(seq);
-    if (b.empty()) {
-      counters_.resend_gaps.add();
-      continue;
-    }
-    s.out().push(seq, durable, 0, b);
-  }
+  std::unique_ptr<ResendStore>& st = stores_[s.id()];
+  if (!st) st = std::make_unique<ResendStore>(config_.resend_capacity);
+  queue_resends(s, *st, from, w->app_seq, durable);
   s.greeted = true;
 }
 
@@ -269,6 +306,8 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
     if (m.session == from) answered = true;
     if (m.app_seq == 0) {
       queue_welcome(*s, bytes, durable, 0);
+    } else if (s->rebuild_job != 0) {
+      s->held.push(m.app_seq, durable, latency_from, bytes);
     } else if (s->greeted) {
       s->out().push(m.app_seq, durable, latency_from, bytes);
     }
@@ -360,6 +399,7 @@ int OrderService::do_work(std::uint64_t now_ns) {
     if (!s.disconnected) work += poll_session(s, now_ns);
   }
   if (handler_->poll(now_ns)) ++work;
+  work += finish_rebuilds();
   work += post_ready();
   if (config_.feed_publisher_id != 0) {
     work += static_cast<int>(market_data_.publish_ready(handler_->durable_position(), &sink_));

@@ -39,11 +39,14 @@
 // service rebuilds them from the journal — OrderHandler::replay_messages
 // replays the journal file through a handler of its own and keeps this
 // session's messages from the client's last_app_seq on, the newest
-// resend_capacity of them — and resends them. That replay runs on the
-// engine thread and costs what a start's replay costs (resend_rebuild_ns);
-// it happens once per connection, only when the client missed something.
-// A Hello that missed nothing costs an empty store. Once welcomed, the
-// session's new messages go into its store as they are made.
+// resend_capacity of them — and resends them. That replay costs what a
+// start's replay costs (resend_rebuild_ns), so it runs on the rebuild
+// worker (resend_rebuilder.h), never on the engine thread: the Welcome goes
+// out at once, and the session's sequenced messages — the resent ones, then
+// those made meanwhile, kept in its new store — follow when the rebuild is
+// done. It happens once per connection, only when the client missed
+// something. A Hello that missed nothing costs an empty store. Once
+// welcomed, the session's new messages go into its store as they are made.
 //
 // Ack latency: from the batch's receive completions seen (monotonic clock
 // read right after the poll) to the answer's SEND posted, in a
@@ -64,6 +67,7 @@
 #include "orders/order_events.h"
 #include "orders/order_handler.h"
 #include "orders/rc_session.h"
+#include "orders/resend_rebuilder.h"
 #include "orders/resend_store.h"
 
 namespace qpgate::orders {
@@ -128,7 +132,7 @@ struct ServiceCounters {
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
   engine::SingleWriterCounter resend_rebuilds;      // Hellos whose missed messages were rebuilt from the journal
   engine::SingleWriterCounter resend_rebuild_failures;  // rebuilds that could not read the journal back
-  engine::SingleWriterCounter resend_rebuild_ns;    // time the rebuilds took (engine thread)
+  engine::SingleWriterCounter resend_rebuild_ns;    // time the rebuilds took (the rebuild worker's)
   engine::SingleWriterCounter cq_overflows;
   engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
   engine::SingleWriterCounter order_events;         // order events handed to the sink
@@ -174,6 +178,8 @@ class OrderService {
   std::size_t session_count() const noexcept { return sessions_.size(); }
   // Memory held by the resend stores (each grows with its session's messages; closed sessions hold none).
   std::size_t resend_bytes() const noexcept;
+  // Why the last rebuild that failed did ("session 7: ..."); empty if none has.
+  const std::string& last_rebuild_failure() const noexcept { return last_rebuild_failure_; }
 
  private:
   static constexpr std::size_t kPollBatch = 32;
@@ -186,8 +192,14 @@ class OrderService {
   ResendStore* find_store(std::uint32_t session) const noexcept;
   // The store a Welcome resends [from, to] from: this connection's, else a
   // new one, rebuilt from the journal if there is anything to resend.
-  const ResendStore& welcome_store(std::uint32_t session, std::uint64_t from, std::uint64_t to);
-  void rebuild(std::uint32_t session, std::uint64_t from, ResendStore& store);
+  // Asks the rebuild worker for what `s` missed in [from, to]; what it is
+  // sent meanwhile waits in s.held (and goes into a new store).
+  void ask_rebuild(RcSession& s, std::uint64_t from, std::uint64_t to, std::uint64_t durable);
+  // Queues the resends of the rebuilds that are done; returns how many were.
+  int finish_rebuilds();
+  void finish_rebuild(RebuildResult& result);
+  // Queues s's messages [from, to] from `store` behind its Welcome, counting what is missing as resend gaps.
+  void queue_resends(RcSession& s, const ResendStore& store, std::uint64_t from, std::uint64_t to, std::uint64_t durable);
   // Routes what the handler put in out_ for one input from `from` (0 = none).
   void absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns);
   void queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable, std::uint64_t recv_ns);
@@ -216,6 +228,10 @@ class OrderService {
   OrderEventQueue events_;
   ServiceCounters counters_;
   metrics::LatencyHistogram ack_latency_;
+  std::string last_rebuild_failure_;
+  std::uint64_t last_rebuild_job_ = 0;
+  // Last: its worker reads the journal file, so it stops before the handler goes.
+  std::unique_ptr<ResendRebuilder> rebuilder_;
 };
 
 }  // namespace qpgate::orders

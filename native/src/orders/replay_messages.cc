@@ -8,21 +8,22 @@
 namespace qpgate::orders {
 
 bool OrderHandler::replay_messages(const HandlerConfig& config, std::uint64_t end,
-                                   const std::function<void(const OutBuffer&)>& visit, std::string& error) {
+                                   const std::function<bool(const OutBuffer&)>& visit, std::string& error) {
   // The key decides where an id is kept, never what is answered; a random
   // one, as open() takes, so that ids picked to collide cannot slow this replay.
   SipKey key;
   if (!dedupe_key_of(config, key, error)) return false;
   // Its books, pool and duplicate table are allocated here, on the caller's
-  // (the engine's) thread: running out of memory fails this rebuild, not the engine.
+  // thread (the rebuild worker's): running out of memory fails this rebuild, not the engine.
   try {
     OrderHandler h(config, key);
     return Journal::replay_written(
         config.journal.path, end,
         [&h, &visit](std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t, std::string& why) {
           if (!h.replay(type, payload, why)) return false;
-          visit(h.replay_out_);
-          return true;
+          if (visit(h.replay_out_)) return true;
+          why = "stopped by its reader";
+          return false;
         },
         error);
   } catch (const std::bad_alloc&) {
