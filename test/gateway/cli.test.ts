@@ -112,6 +112,12 @@ test('qpgate config prints every key with its value and origin, token secrets re
   assert.match(line('control.host') ?? '', /"127\.0\.0\.1"\s+config\/default\.yaml$/);
   assert.ok(!r.stdout.includes('secret-token-0123456789'), 'the token secret is not printed');
   assert.match(line('control.tokens') ?? '', /<redacted>/);
+  // A long value wraps inside its column: the origin stays on the key's line, in the origin column.
+  const lines = r.stdout.split('\n');
+  const channels = lines.findIndex((l) => l.startsWith('feeds.channels '));
+  assert.match(lines[channels] ?? '', /config\/default\.yaml$/);
+  assert.match(lines[channels + 1] ?? '', /^ {20,}\S/, 'the rest of the value is on the next line, under the value column');
+  assert.equal(lines[channels]!.indexOf('config/default.yaml'), line('control.host')!.indexOf('config/default.yaml'));
 
   const json = run(['config', '--json', '--set', 'feeds.enabled=false']);
   assert.equal(json.status, 0, json.stderr);
