@@ -56,6 +56,7 @@
 #include "orders/handler_counters.h"
 #include "orders/journal.h"
 #include "orders/order_book.h"
+#include "orders/order_checks.h"
 #include "orders/order_pool.h"
 #include "orders/out_buffer.h"
 #include "orders/records.h"
@@ -188,6 +189,11 @@ class OrderHandler final : private BookListener {
 
   Session& session(std::uint32_t id);
   Instrument* instrument(std::uint32_t id) noexcept;
+  // The instrument of an order entry request, or nullptr when the session is
+  // not configured for order entry or the instrument is not traded here
+  // (`refused` says which, text_ why).
+  Instrument* entry_instrument(const Session& s, std::uint32_t instrument_id, RejectReason& refused);
+  static CheckedInstrument checked(const Instrument& ins) noexcept;
   bool entitled(const Session& s, std::uint64_t account) const noexcept;
   // The pool slot of the session's open order `client_order_id`, or kNoSlot
   // with the reason in text_.
@@ -270,7 +276,7 @@ class OrderHandler final : private BookListener {
   OutBuffer* out_ = nullptr;          // during one input: where callbacks write
   Instrument* current_ = nullptr;
   OutBuffer replay_out_;
-  char text_[kMaxRejectTextBytes] = {};
+  RejectText text_;
 };
 
 }  // namespace qpgate::orders
