@@ -20,7 +20,7 @@
 // SnapshotBegin and SnapshotEnd). What cannot be recovered is reported
 // ('gap' event, stats.unrecoverable). Without options.recovery every gap is
 // unrecoverable.
-import { Engine, RecordType, type EngineOptions } from '../native/engine.js';
+import { Engine, type EngineOptions } from '../native/engine.js';
 import type { OpenDeviceOptions } from '../native/verbs.js';
 import { FeedBatch, type FeedMessage } from './feed-batch.js';
 export { FeedBatch, type FeedMessage } from './feed-batch.js';
@@ -37,6 +37,7 @@ import { SlowConsumerError, SlowConsumerQueue, type QueueStats, type SlowConsume
 import { OtherSessionWatch, type FeedWarning } from './other-session.js';
 export type { FeedWarning } from './other-session.js';
 import { readGapRecord, readSessionRecord } from './records.js';
+import { routeSubscriberRecords } from './subscriber-records.js';
 import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
 export interface SubscriberChannelConfig {
@@ -207,21 +208,17 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     if (options.onBatch) this.#listeners.batch.add(options.onBatch);
     if (options.onGap) this.#listeners.gap.add(options.onGap);
     if (options.onSession) this.#listeners.session.add(options.onSession);
-    const id = native.id;
-    const idOf = (p: Uint8Array): number => p[0]! | (p[1]! << 8) | (p[2]! << 16) | (p[3]! * 2 ** 24);
     this.#unsubscribe.push(
-      engine.onRecord(RecordType.feedFrame, (p) => {
-        if (idOf(p) === id) this.#onFrame(p);
-      }),
-      engine.onRecord(RecordType.feedGap, (p) => {
-        if (idOf(p) !== id) return;
-        const g = readGapRecord(p);
-        this.#emit('gap', { channel: g.channel, fromSeq: g.fromSeq, count: g.count, recoverable: false });
-      }),
-      engine.onRecord(RecordType.feedSession, (p) => {
-        if (idOf(p) !== id) return;
-        const s = readSessionRecord(p);
-        this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
+      routeSubscriberRecords(engine, native.id, {
+        frame: (p) => this.#onFrame(p),
+        gap: (p) => {
+          const g = readGapRecord(p);
+          this.#emit('gap', { channel: g.channel, fromSeq: g.fromSeq, count: g.count, recoverable: false });
+        },
+        session: (p) => {
+          const s = readSessionRecord(p);
+          this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
+        },
       }),
     );
     if (options.onWarning) this.#listeners.warning.add(options.onWarning);

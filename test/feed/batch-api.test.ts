@@ -113,3 +113,35 @@ test('publishBatch refuses what no frame of the channel can carry, before anythi
     await e.stop();
   }
 });
+
+test('subscribers sharing an engine each get their own channels, and one closing leaves the others receiving', async () => {
+  const e = await startFeedEngine();
+  try {
+    const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.9.7' }), {
+      channels: [{ id: 1, groupA: '239.78.9.7' }, { id: 2, groupA: '239.78.9.8' }],
+    });
+    const got = { one: [] as number[], two: [] as number[], both: [] as number[] };
+    const sub = (channels: Array<{ id: number; groupA: string }>, into: number[], address: string) =>
+      subscribe({ engine: e, device: { address }, channels, onBatch: (b) => into.push(...Array.from({ length: b.length }, () => b.channel)) });
+    const one = await sub([{ id: 1, groupA: '239.78.9.7' }], got.one, '127.78.9.9');
+    const two = await sub([{ id: 2, groupA: '239.78.9.8' }], got.two, '127.78.9.10');
+    const both = await sub([{ id: 1, groupA: '239.78.9.7' }, { id: 2, groupA: '239.78.9.8' }], got.both, '127.78.9.11');
+    await sleep(10);
+    pub.publish(1, [quote(1), quote(2)]);
+    pub.publish(2, [quote(3)]);
+    await until(() => got.one.length === 2 && got.two.length === 1 && got.both.length === 3);
+    assert.deepEqual(got.one, [1, 1]);
+    assert.deepEqual(got.two, [2]);
+    await one.close();
+    pub.publish(1, [quote(4)]);
+    pub.publish(2, [quote(5)]);
+    await until(() => got.two.length === 2 && got.both.length === 5);
+    await sleep(20);
+    assert.deepEqual(got.one, [1, 1]);
+    pub.close();
+    await two.close();
+    await both.close();
+  } finally {
+    await e.stop();
+  }
+});
