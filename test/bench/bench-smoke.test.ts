@@ -46,7 +46,7 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /clock for send times: CLOCK_MONOTONIC/);
   // feed: path 2 (TS API end to end vs Node dgram) at each offered rate, and its aims
   assert.match(r.stdout, /^Path 2, TS API end to end/m);
-  for (const impl of ['qpgate', 'dgram']) {
+  for (const impl of ['qpgate', 'qpgate-batch', 'dgram']) {
     // A row per rate; '-' when a starved sender measured nothing in the short window.
     for (const rate of ['10000', '100000', '1000000']) {
       assert.match(r.stdout, new RegExp(`^${impl}\\s+${rate}\\s+\\S+\\s+\\S+\\s+([\\d.]+%|-)\\s+\\S+`, 'm'));

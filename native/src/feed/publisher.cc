@@ -323,7 +323,10 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
       return PublishStatus::kRetry;
     }
   }
-  const std::uint64_t now = engine::monotonic_ns();
+  // The clock is read only when a frame fills here (most records end in the
+  // open frame, which do_work sends with the duty cycle's time).
+  std::uint64_t now = 0;
+  const auto clock = [&now] { return now != 0 ? now : (now = engine::monotonic_ns()); };
   off = 0;
   for (std::uint32_t i = 0; i < count; ++i) {
     const MessageHeaderView h(messages.data() + off);
@@ -336,12 +339,12 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
     const auto body = messages.subspan(off + kMessageHeaderBytes, len - kMessageHeaderBytes);
     AppendStatus st = c->packer.append(f, body);
     if (st == AppendStatus::kFrameFull) {
-      send_data_frame(*c, now);
+      send_data_frame(*c, clock());
       st = c->packer.append(f, body);
     }
     off += len;  // kOk: validated above
   }
-  if (c->stamp_count == c->stamps.size()) send_data_frame(*c, now);  // cannot happen with <= 340 messages a frame
+  if (c->stamp_count == c->stamps.size()) send_data_frame(*c, clock());  // cannot happen with <= 340 messages a frame
   if (c->packer.empty()) {
     // Everything went out already (cannot happen: the last message is in the open frame).
     if (stamp_count_ < kMaxStamps) stamps_[stamp_count_++] = enqueue_ns;
