@@ -72,6 +72,9 @@ bool Requester::idle() const {
 }
 
 int Requester::run(std::int64_t now_ns) {
+  // Every duty-cycle pass comes here; an idle QP answers with this one test
+  // rather than an Outgoing built and GET_WQE walked (the same DONE).
+  if (!has_work()) return 0;
   int sent = 0;
   // Bounded so one busy QP cannot starve the others on the engine thread.
   while (sent < 256) {

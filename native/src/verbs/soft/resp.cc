@@ -54,6 +54,7 @@ void Responder::reset() {
   uc_drop_ = false;
   atomics_.clear();
   pending_ack_.reset();
+  ack_owed_.reset();
   pending_reads_.clear();
 }
 
@@ -378,14 +379,15 @@ RespState Responder::complete(Request& r) {
 
 RespState Responder::acknowledge(Request& r) {
   epsn_ = wire::psn_add(r.psn, 1);
-  if (r.rc && r.pkt.bth().ack_req() && qp_.attr_.qp_state != QpState::ERR) send_ack(kAckUnlimited, r.psn);
+  if (r.rc && r.pkt.bth().ack_req() && qp_.attr_.qp_state != QpState::ERR) owe_ack(r.psn);
   return RespState::CLEANUP;
 }
 
 RespState Responder::duplicate_request(Request& r) {
   if (is_send(r.op) || is_write(r.op)) {
-    // Already delivered: acknowledge everything received so far, deliver nothing.
-    if (r.pkt.bth().ack_req()) send_ack(kAckUnlimited, wire::psn_sub(epsn_, 1));
+    // Already delivered: acknowledge everything received so far, deliver
+    // nothing; a go-back-N resends a batch of them, answered by one ACK.
+    if (r.pkt.bth().ack_req()) owe_ack(wire::psn_sub(epsn_, 1));
   } else if (is_read(r.op)) {
     replay_read(r);
   } else if (is_atomic(r.op)) {

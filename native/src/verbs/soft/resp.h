@@ -18,6 +18,13 @@
 //    an atomic is answered from the atomic cache, never executed twice.
 //  - opcode sequence errors (a MIDDLE without a FIRST) → NAK invalid request.
 //  - no receive WQE → RNR NAK with min_rnr_timer.
+//  - ACK coalescing: one ACK acknowledges every request up to its PSN
+//    (IBA 9.7.5.1), so the AckReq requests of one receive batch are answered
+//    by one ACK for the newest, sent when the batch ends (send_owed_ack) —
+//    when their separate ACKs would have left too. An answer that covers the
+//    owed ACK replaces it: a NAK, an RNR NAK, a READ response or an atomic
+//    ACK for a later PSN. The ACK a duplicate SEND/WRITE draws is owed the
+//    same way (a go-back-N resend is one batch); NAKs and RNR NAKs go at once.
 //  - a SEND longer than the receive → NAK remote operational error (rxe
 //    6.1, captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
 //  - rkey/bounds/access failures → NAK remote access error (0x62); a
@@ -100,8 +107,11 @@ class Responder {
   void reset();                       // RESET
   void start(std::uint32_t rq_psn);   // INIT→RTR: the first expected PSN
   void on_request(const wire::Packet& pkt, const RxMeta& meta);
-  int flush_pending();                // responses held by back-pressure; packets sent
-  bool has_pending() const { return pending_ack_.has_value() || !pending_reads_.empty(); }
+  int flush_pending();                // responses held by back-pressure, then the owed ACK; packets sent
+  int send_owed_ack();                // the end of a receive batch: its one coalesced ACK; packets sent
+  bool has_pending() const {
+    return pending_ack_.has_value() || ack_owed_.has_value() || !pending_reads_.empty();
+  }
   // A receive WQE taken but not completed (flushed on ERR first).
   std::optional<RecvWqe> take_held_wqe();
   std::uint32_t expected_psn() const { return epsn_; }
@@ -165,6 +175,8 @@ class Responder {
   // Answers (resp_reply.cc).
   wire::PacketFields response_fields(wire::Opcode op, std::uint32_t psn, std::uint8_t syndrome) const;
   void send_ack(std::uint8_t syndrome, std::uint32_t psn);
+  void owe_ack(std::uint32_t psn);
+  void cover_owed_ack(std::uint32_t through);
   bool send_atomic_ack(std::uint32_t psn, std::uint64_t orig);
   bool pump_read(PendingRead& r);
   void receive_ud(const wire::Packet& pkt, const RxMeta& meta);
@@ -188,6 +200,7 @@ class Responder {
   bool uc_drop_ = false;            // UC: dropping until the next FIRST/ONLY
   AtomicCache atomics_;
   std::optional<PendingAck> pending_ack_;
+  std::optional<std::uint32_t> ack_owed_;  // the PSN this receive batch's ACK will acknowledge
   std::deque<PendingRead> pending_reads_;
   std::vector<std::uint8_t> scratch_;
   RespState last_state_ = RespState::DONE;

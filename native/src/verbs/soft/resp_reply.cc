@@ -38,10 +38,13 @@ wire::PacketFields Responder::response_fields(wire::Opcode op, std::uint32_t psn
 }
 
 void Responder::send_ack(std::uint8_t syndrome, std::uint32_t psn) {
+  // An ACK acknowledges its PSN, a NAK the PSNs before it (IBA 9.7.5.1).
+  const bool ack = (syndrome & wire::aeth::kTypeMask) == wire::aeth::kAck;
+  cover_owed_ack(ack ? psn : wire::psn_sub(psn, 1));
   // Responses leave in PSN order: an ACK never overtakes READ responses held by back-pressure.
   if (pending_reads_.empty()) {
     if (qp_.transmit(response_fields(wire::Opcode::kRcAcknowledge, psn, syndrome), {})) {
-      if ((syndrome & wire::aeth::kTypeMask) == wire::aeth::kAck) qp_.counters_.acks_sent.inc();
+      if (ack) qp_.counters_.acks_sent.inc();
       pending_ack_.reset();
       return;
     }
@@ -49,9 +52,33 @@ void Responder::send_ack(std::uint8_t syndrome, std::uint32_t psn) {
   pending_ack_ = PendingAck{syndrome, psn};  // the newest answer supersedes an older one
 }
 
+// The ACK a request with AckReq asks for, owed until the receive batch
+// ends; a newer one replaces it (resp.h: ACK coalescing).
+void Responder::owe_ack(std::uint32_t psn) {
+  if (ack_owed_) qp_.counters_.acks_coalesced.inc();
+  ack_owed_ = psn;
+}
+
+// An answer that acknowledges every PSN up to `through` makes the owed ACK needless.
+void Responder::cover_owed_ack(std::uint32_t through) {
+  if (!ack_owed_ || wire::psn_before(through, *ack_owed_)) return;
+  ack_owed_.reset();
+  qp_.counters_.acks_coalesced.inc();
+}
+
+int Responder::send_owed_ack() {
+  if (!ack_owed_) return 0;
+  const std::uint32_t psn = *ack_owed_;
+  ack_owed_.reset();
+  if (qp_.attr_.qp_state == QpState::ERR) return 0;  // the QP answers nothing more
+  send_ack(kAckUnlimited, psn);
+  return pending_ack_ ? 0 : 1;
+}
+
 bool Responder::send_atomic_ack(std::uint32_t psn, std::uint64_t orig) {
   wire::PacketFields f = response_fields(wire::Opcode::kRcAtomicAcknowledge, psn, kAckUnlimited);
   f.orig_remote_data = orig;
+  cover_owed_ack(wire::psn_sub(psn, 1));
   // Lost to back-pressure, it is like a lost packet: the requester retries
   // and the duplicate is answered from the cache.
   return qp_.transmit(f, {});
@@ -74,6 +101,7 @@ bool Responder::pump_read(PendingRead& r) {
     }
     const wire::PacketFields f = response_fields(op, r.psn, kAckUnlimited);
     if (!qp_.transmit(f, std::span<const std::uint8_t>(a.data, n))) return false;
+    cover_owed_ack(wire::psn_sub(r.psn, 1));
     r.psn = wire::psn_add(r.psn, 1);
     r.va += n;
     r.remaining -= n;
@@ -94,7 +122,7 @@ int Responder::flush_pending() {
     send_ack(a.syndrome, a.psn);
     if (!pending_ack_) ++sent;
   }
-  return sent;
+  return sent + send_owed_ack();
 }
 
 void Responder::class_c_error(std::uint8_t nak, std::uint32_t psn) {

@@ -79,9 +79,13 @@ struct DeviceCore {
       earliest = std::min(earliest, qp->next_deadline_ns());
     }
     work += net->flush();
-    work += net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
+    const int received = net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
       ingress.receive(roce, meta);
     });
+    work += received;
+    if (received != 0) {
+      for (auto& [qpn, qp] : qps) work += qp->end_receive_batch();
+    }
     if (net->queued() != 0) earliest = now_ns;  // answers of this pass's receives: come back at once
     earliest = std::min(earliest, net->next_fault_release_ns());  // held by the fault injector (tests)
     if (deadline != nullptr) *deadline = earliest;
