@@ -197,8 +197,14 @@ std::string Engine::set_up_on_engine_thread() {
   request.device = config_.device;
   request.cpus = config_.cpus;
   request.sysfs_root = config_.sysfs_root;
-  report_.plan = plan_placement(request, process_allowed_cpus());
-  report_.pin = report_.plan.cpu >= 0 ? pin_current_thread(report_.plan.cpu) : PinResult{};
+  {
+    // Engines of this process starting at once see each other's pins.
+    static std::mutex placing;
+    const std::lock_guard lock(placing);
+    request.taken_cpus = engine_cpus_in_use();
+    report_.plan = plan_placement(request, process_allowed_cpus());
+    report_.pin = report_.plan.cpu >= 0 ? pin_current_thread(report_.plan.cpu) : PinResult{};
+  }
   if (report_.plan.cpu < 0) {
     report_.pin.error = report_.plan.cpu_reason;
     report_.pin.affinity = thread_allowed_cpus();
