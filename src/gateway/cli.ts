@@ -7,6 +7,7 @@ import { effectiveConfig, formatEffective } from './config/effective.js';
 import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
+import { DeviceOpenError } from './device/device.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { ClientError, controlPlaneCommand, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
@@ -235,7 +236,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
-    if (err instanceof StateDirLockedError) {
+    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
       return EXIT_CONFIG;
     }

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -12,6 +13,7 @@
 #include "verbs/soft/soft_device.h"
 #include "engine/soft_device_agent.h"
 #include "verbs/soft/soft_qp.h"
+#include "device_open.h"
 #include "verbs_convert.h"
 
 namespace qpgate::addon {
@@ -474,13 +476,17 @@ class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
 };
 
 // ---------------------------------------------------------------- device
-class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
+// Either backend (device_open.h); what only the soft device has (its
+// socket counters, net report and fault injector) is asked of soft().
+class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(
-        env, "SoftDevice",
+        env, "Device",
         {InstanceAccessor<&DeviceWrap::Name>("name"), InstanceAccessor<&DeviceWrap::Backend>("backend"),
-         InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::Address>("address"),
+         InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::GidIndex>("gidIndex"),
+         InstanceAccessor<&DeviceWrap::GidReport>("gidReport"), InstanceAccessor<&DeviceWrap::Port>("port"),
+         InstanceAccessor<&DeviceWrap::Address>("address"),
          InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
          InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
          InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
@@ -488,103 +494,153 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
          InstanceMethod<&DeviceWrap::NetReport>("netReport"), InstanceMethod<&DeviceWrap::Close>("close")});
   }
   using VerbsWrap::VerbsWrap;
-  ~DeviceWrap() override { release(); }
+  ~DeviceWrap() override { close_device(); }
 
+  void opened(DeviceFacts facts, engine::DeviceEventsAgent* events) {
+    facts_ = std::move(facts);
+    events_ = events;
+  }
   // For __testing_setFaults / __testing_faultCounters (tests only).
   void set_faults(Napi::Env env, const soft::FaultPlan& plan) {
-    soft::SoftDevice& d = dev(env);
+    soft::SoftDevice& d = soft(env, "fault injector");
     run([&] { d.inject_faults(plan); });
   }
-  Napi::Value fault_counters(Napi::Env env) { return counters_to_js(env, dev(env).fault_counters()); }
+  Napi::Value fault_counters(Napi::Env env) { return counters_to_js(env, soft(env, "fault injector").fault_counters()); }
 
  private:
-  soft::SoftDevice& dev(Napi::Env env) const { return obj(env, "device"); }
+  verbs::Device& dev(Napi::Env env) const { return obj(env, "device"); }
+  soft::SoftDevice* as_soft(Napi::Env env) const {
+    verbs::Device& d = dev(env);
+    return d.backend() == "soft" ? static_cast<soft::SoftDevice*>(&d) : nullptr;
+  }
+  soft::SoftDevice& soft(Napi::Env env, const char* what) const {
+    soft::SoftDevice* d = as_soft(env);
+    if (d == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": only a soft device has one");
+    return *d;
+  }
+  // The events agent forgets the device (and its fd) before it goes.
+  void close_device() {
+    if (!obj_) return;
+    engine::DeviceEventsAgent* events = std::exchange(events_, nullptr);
+    run([&] {
+      if (events != nullptr) events->detach(*obj_);
+      obj_.reset();
+    });
+  }
   Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
   Napi::Value Backend(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).backend())); }
-  Napi::Value Gid(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), dev(info.Env()).gid().to_string()); }
-  Napi::Value Address(const Napi::CallbackInfo& info) {
-    return Napi::String::New(info.Env(), soft::ip_to_string(dev(info.Env()).address()));
+  Napi::Value Gid(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), facts_.gid); }
+  Napi::Value GidIndex(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), facts_.gid_index); }
+  Napi::Value GidReport(const Napi::CallbackInfo& info) {
+    return facts_.gid_report.empty() ? info.Env().Null() : Napi::Value(Napi::String::New(info.Env(), facts_.gid_report));
   }
+  Napi::Value Port(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), facts_.port); }
+  Napi::Value Address(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), facts_.address); }
   Napi::Value Interface(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    const soft::InterfaceInfo& i = dev(env).interface_info();
     Napi::Object o = Napi::Object::New(env);
-    o.Set("name", i.name);
-    o.Set("address", soft::ip_to_string(i.address));
-    o.Set("mtu", Napi::Number::New(env, i.mtu));
-    o.Set("loopback", Napi::Boolean::New(env, i.loopback));
+    o.Set("name", facts_.netdev);
+    o.Set("address", facts_.address);
+    o.Set("mtu", Napi::Number::New(env, facts_.mtu));
+    o.Set("loopback", Napi::Boolean::New(env, facts_.loopback));
     return o;
   }
   Napi::Value Query(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
+    verbs::Device& d = dev(env);
     verbs::Result<verbs::DeviceAttr> r = verbs::Error{};
     run([&] { r = d.query_device(); });
     return device_attr_to_js(env, unwrap_result(env, r));
   }
   Napi::Value QueryPort(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    const std::uint32_t port = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "device.queryPort: port", 255) : 1;
+    verbs::Device& d = dev(env);
+    const std::uint32_t port =
+        info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "device.queryPort: port", 255) : facts_.port;
     verbs::Result<verbs::PortAttr> r = verbs::Error{};
     run([&] { r = d.query_port(static_cast<std::uint8_t>(port)); });
     return port_attr_to_js(env, unwrap_result(env, r));
   }
   Napi::Value QueryGidTable(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    verbs::Result<std::vector<verbs::Gid>> r = verbs::Error{};
-    run([&] { r = d.query_gid_table(1); });
-    const std::vector<verbs::Gid> gids = unwrap_result(env, r);
-    Napi::Array out = Napi::Array::New(env, gids.size());
-    for (std::size_t i = 0; i < gids.size(); ++i) {
+    verbs::Device& d = dev(env);
+    verbs::Result<std::vector<GidRow>> r = verbs::Error{};
+    run([&] { r = gid_rows(d, facts_.port); });
+    const std::vector<GidRow> rows = unwrap_result(env, r);
+    Napi::Array out = Napi::Array::New(env, rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
       Napi::Object o = Napi::Object::New(env);
-      o.Set("index", Napi::Number::New(env, static_cast<double>(i)));
-      o.Set("gid", gids[i].to_string());
-      o.Set("type", "RoCE v2");
+      o.Set("index", Napi::Number::New(env, rows[i].index));
+      o.Set("gid", rows[i].gid);
+      o.Set("type", rows[i].type);
+      if (!rows[i].netdev.empty()) o.Set("netdev", rows[i].netdev);
       out.Set(static_cast<std::uint32_t>(i), o);
     }
     return out;
   }
   Napi::Value AllocPd(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
+    verbs::Device& d = dev(env);
     verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> r = verbs::Error{};
     run([&] { r = d.alloc_pd(); });
     return make_wrap<PdWrap>(classes_->pd, engine_, engine_js(), unwrap_result(env, r), classes_);
   }
   Napi::Value CreateCq(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
+    verbs::Device& d = dev(env);
     const std::uint32_t depth = to_u32(env, info[0], "device.createCq: depth");
     const std::uint64_t context = info.Length() > 1 && !info[1].IsUndefined() ? to_u64(env, info[1], "device.createCq: context") : 0;
     verbs::Result<std::unique_ptr<verbs::CompletionQueue>> r = verbs::Error{};
     run([&] { r = d.create_cq(depth, context); });
     return make_wrap<CqWrap>(classes_->cq, engine_, engine_js(), unwrap_result(env, r), classes_);
   }
+  // ibv: the events the agent took from the device (it must take them: the
+  // async fd is in the parker); soft: the device's own queue.
   Napi::Value GetAsyncEvent(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
+    verbs::Device& d = dev(env);
     std::optional<verbs::AsyncEvent> e;
-    run([&] { e = d.get_async_event(); });
+    run([&] { e = events_ != nullptr ? events_->next_event(d) : d.get_async_event(); });
     return e ? Napi::Value(async_event_to_js(env, *e)) : env.Null();
   }
   Napi::Value Counters(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    Napi::Object o = Napi::Object::New(env);  // relaxed atomics: read here without the engine
-    o.Set("net", counters_to_js(env, d.net_counters()));
-    o.Set("ingress", counters_to_js(env, d.ingress_counters()));
-    o.Set("wire", counters_to_js(env, d.wire_counters()));
+    Napi::Object o = Napi::Object::New(env);
+    if (soft::SoftDevice* d = as_soft(env)) {  // relaxed atomics: read here without the engine
+      o.Set("net", counters_to_js(env, d->net_counters()));
+      o.Set("ingress", counters_to_js(env, d->ingress_counters()));
+      o.Set("wire", counters_to_js(env, d->wire_counters()));
+    } else {
+      o.Set("net", Napi::Object::New(env));
+      o.Set("ingress", Napi::Object::New(env));
+      o.Set("wire", Napi::Object::New(env));
+    }
+    o.Set("asyncEvents", async_event_counts(env));
+    return o;
+  }
+  // {IBV_EVENT_PORT_ERR: 1, ..., lost: 0}: the events the agent took (ibv).
+  Napi::Object async_event_counts(Napi::Env env) {
+    Napi::Object o = Napi::Object::New(env);
+    if (events_ == nullptr) return o;
+    verbs::Device& d = dev(env);
+    engine::DeviceEventsAgent::Counts c;
+    run([&] {
+      if (const auto* p = events_->counts(d)) c = *p;
+    });
+    for (std::size_t t = 0; t < c.by_type.size(); ++t) {
+      if (c.by_type[t] != 0) o.Set(std::string(verbs::event_type_enum_name(static_cast<verbs::EventType>(t))), static_cast<double>(c.by_type[t]));
+    }
+    o.Set("lost", static_cast<double>(c.lost));
     return o;
   }
   Napi::Value NetReport(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    const soft::NetReport& r = d.net_report();
+    soft::SoftDevice* d = as_soft(env);
+    if (d == nullptr) return env.Null();
+    const soft::NetReport& r = d->net_report();
     Napi::Object o = Napi::Object::New(env);
     o.Set("receiveMode", std::string(soft::receive_mode_name(r.receive_mode)));
-    o.Set("icrcPolicy", std::string(soft::icrc_policy_name(d.icrc_policy())));
+    o.Set("icrcPolicy", std::string(soft::icrc_policy_name(d->icrc_policy())));
     o.Set("rcvbufGranted", Napi::Number::New(env, r.rcvbuf_granted));
     o.Set("sndbufGranted", Napi::Number::New(env, r.sndbuf_granted));
     o.Set("ipv4Id", std::string(soft::ipv4_id_probe_name(r.ipv4_id)));
@@ -593,57 +649,24 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
     return o;
   }
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    release();
+    close_device();
     return info.Env().Undefined();
   }
+
+  DeviceFacts facts_;
+  engine::DeviceEventsAgent* events_ = nullptr;  // ibv: the agent that takes its async events
 };
 
-// openDevice(engine, {address | name, icrcPolicy?, receiveMode?, rcvbuf?, sndbuf?, perFlowSourcePort?, probeIpv4Id?})
+// openDevice(engine, {kind: 'soft', address | name, ...} | {kind: 'ibv', name, port?, gidIndex?}): device_open.h.
 Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* classes = static_cast<VerbsClasses*>(info.Data());
   EngineWrap* ew = EngineWrap::FromValue(info[0]);
   if (ew == nullptr) throw Napi::TypeError::New(env, "openDevice: the first argument must be an Engine from this addon");
-  if (!info[1].IsObject()) throw Napi::TypeError::New(env, "openDevice: options must be an object {address} or {name}");
-  Napi::Object o = info[1].As<Napi::Object>();
-  soft::SoftDeviceOptions opts;
-  const bool has_address = o.Has("address") && !o.Get("address").IsUndefined();
-  const bool has_name = o.Has("name") && !o.Get("name").IsUndefined();
-  if (has_address == has_name) {
-    throw Napi::TypeError::New(env, "openDevice: give exactly one of address ('127.0.0.2') or name ('eth0')");
-  }
-  Napi::Value which = has_address ? o.Get("address") : o.Get("name");
-  if (!which.IsString()) throw Napi::TypeError::New(env, std::string("openDevice: ") + (has_address ? "address" : "name") + " must be a string");
-  opts.address_or_name = which.As<Napi::String>().Utf8Value();
-  if (o.Has("deviceName")) opts.name = o.Get("deviceName").ToString().Utf8Value();
-  if (o.Has("icrcPolicy")) {
-    const std::string p = o.Get("icrcPolicy").ToString().Utf8Value();
-    if (p == "strict") opts.icrc_policy = soft::IcrcPolicy::DROP_UNVERIFIED;
-    else if (p == "count-unverifiable") opts.icrc_policy = soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED;
-    else throw Napi::TypeError::New(env, "openDevice: icrcPolicy must be 'strict' or 'count-unverifiable', got '" + p + "'");
-  }
-  if (o.Has("receiveMode") && !o.Get("receiveMode").IsUndefined()) {
-    const std::string m = o.Get("receiveMode").ToString().Utf8Value();
-    if (m == "plain-udp") opts.net.receive_mode = soft::ReceiveMode::kPlainUdp;
-    else if (m == "af-packet") opts.net.receive_mode = soft::ReceiveMode::kAfPacket;
-    else throw Napi::TypeError::New(env, "openDevice: receiveMode must be 'plain-udp' or 'af-packet', got '" + m + "'");
-  }
-  if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
-  if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));
-  if (o.Has("perFlowSourcePort")) opts.net.per_flow_source_port = o.Get("perFlowSourcePort").ToBoolean().Value();
-  if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
-
-  const EnginePtr& engine = ew->engine();
-  engine::SoftDeviceAgent* agent = ew->agents().soft_devices;
-  verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
-  on_engine(engine, [&] {
-    r = soft::open_soft_device(opts);
-    if (r.ok()) {
-      verbs::Status s = agent->attach(*r.value());
-      if (!s.ok()) r = s.error();
-    }
-  });
-  return make_wrap<DeviceWrap>(classes->device, engine, info[0].As<Napi::Object>(), unwrap_result(env, r), classes);
+  OpenedDevice d = open_device(env, *ew, info[1]);
+  Napi::Object js = make_wrap<DeviceWrap>(classes->device, ew->engine(), info[0].As<Napi::Object>(), std::move(d.device), classes);
+  DeviceWrap::Unwrap(js)->opened(std::move(d.facts), d.events_agent ? ew->agents().device_events : nullptr);
+  return js;
 }
 
 // ---------------------------------------------------------------- fault injector (tests only)
@@ -675,7 +698,7 @@ soft::FaultRates rates_of(Napi::Env env, Napi::Object plan, const char* dir) {
 DeviceWrap* fault_device(const Napi::CallbackInfo& info) {
   auto* classes = static_cast<VerbsClasses*>(info.Data());
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(classes->device.Value())) {
-    throw Napi::TypeError::New(info.Env(), "fault injector: expected a SoftDevice made by openDevice");
+    throw Napi::TypeError::New(info.Env(), "fault injector: expected a Device made by openDevice");
   }
   return DeviceWrap::Unwrap(info[0].As<Napi::Object>());
 }
@@ -750,7 +773,7 @@ void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
   // Test-only doors (src/native/testing/faults.ts), deliberately not in verbs.ts.
   verbs.Set("__testing_setFaults", Napi::Function::New(env, TestingSetFaults, "__testing_setFaults", classes));
   verbs.Set("__testing_faultCounters", Napi::Function::New(env, TestingFaultCounters, "__testing_faultCounters", classes));
-  verbs.Set("SoftDevice", device);
+  verbs.Set("Device", device);
   verbs.Set("ProtectionDomain", pd);
   verbs.Set("CompletionQueue", cq);
   verbs.Set("QueuePair", qp);
