@@ -52,6 +52,13 @@ get /metrics >"$work/metrics.txt"
 kill -TERM $gw
 wait $gw
 gw_status=$?
+# Bad input: a GID entry that is not there, then a port that is down. Each
+# start must stop at the device with one line and exit 2.
+bad() { timeout 300 node "$root/bin/qpgate.js" serve --port 7481 --set state.dir="$work/bad-$1" --set backend.kind=ibv --set backend.device="$dev" "${@:2}" >"$work/bad-$1.out" 2>&1; echo $? >"$work/bad-$1.status"; }
+bad gid --set backend.gidIndex=200
+ip link set "$QPGATE_VM_NETNS_RXE_NETDEV" down
+for _ in $(seq 30); do grep -q DOWN "/sys/class/infiniband/$dev/ports/1/state" && break; sleep 0.5; done
+bad port
 node -e '
   const fs = require("fs"); const w = process.argv[1];
   const read = (f) => { try { return fs.readFileSync(w + "/" + f, "utf8"); } catch { return ""; } };
@@ -61,5 +68,6 @@ node -e '
     subStatus: +process.argv[2], orderStatus: +process.argv[3], gwStatus: +process.argv[4], rxeSentDelta: +process.argv[5],
     sub: lines("sub.out"), subErr: read("sub.err"), order: lines("order.out"), orderErr: read("order.err"),
     metrics: lines("metrics.txt").filter((l) => /^qpgate_device_/.test(l)),
+    bad: Object.fromEntries(["gid", "port"].map((k) => [k, { status: +read("bad-" + k + ".status"), output: read("bad-" + k + ".out") }])),
     netDev: { peerBefore: read("peer-dev-before.txt"), peerAfter: read("peer-dev-after.txt"), gatewayAfter: read("dev-after.txt") }, gwOut: read("gw.out").slice(-20000) }));
 ' "$work" "$sub_status" "$order_status" "$gw_status" $((sent1 - sent0))

@@ -34,6 +34,7 @@ interface GuestResult {
   orderErr: string;
   metrics: string[];
   netDev: Record<string, string>;
+  bad: Record<'gid' | 'port', { status: number; output: string }>;
   gwOut: string;
 }
 
@@ -92,4 +93,14 @@ test('the gateway on rxe (backend.kind ibv): a soft subscriber gets the feed, a 
   assert.ok(r.metrics.includes('qpgate_device_async_events_lost_total 0'), r.metrics.join('\n'));
 
   assert.equal(r.gwStatus, 0, `the gateway did not stop cleanly on SIGTERM: ${where}`);
+
+  // Bad input stops the start at the device: one line naming it and the fix, exit 2, nothing served.
+  const oneLine = (o: string) => o.split('\n').filter((l) => l.startsWith('qpgate: '));
+  assert.equal(r.bad.gid.status, 2, r.bad.gid.output);
+  assert.deepEqual(oneLine(r.bad.gid.output).length, 1, r.bad.gid.output);
+  assert.match(oneLine(r.bad.gid.output)[0]!, /^qpgate: cannot open the ibv device rxe_v: .*200.* \(set backend\.gidIndex to a RoCE v2 IPv4 entry, or unset it\)$/);
+  assert.equal(r.bad.port.status, 2, r.bad.port.output);
+  assert.deepEqual(oneLine(r.bad.port.output).length, 1, r.bad.port.output);
+  assert.match(oneLine(r.bad.port.output)[0]!, /^qpgate: cannot open the ibv device rxe_v: rxe_v port 1 is PORT_DOWN, not ACTIVE \(bring the port up: .*\)$/);
+  for (const b of [r.bad.gid, r.bad.port]) assert.doesNotMatch(b.output, /qpgate ready|Server listening/);
 });

@@ -1,8 +1,8 @@
 // The async events of the devices the hardware drives (the ibv backend) as
 // an engine agent: the soft backend's transport runs in SoftDeviceAgent, an
 // RDMA NIC (or the kernel's rxe) runs its own, so what the engine must do
-// for such a device is what ibv_get_async_event asks of a program
-// (rdma-core's examples: poll the async fd, get, ack):
+// for such a device is what ibv_get_async_event asks of a program (wait
+// on the async fd, get each event, ack it):
 //
 //   attach     the device's async fd joins the parker's epoll set, so a
 //              parked engine wakes for a port going down or a QP in error;
