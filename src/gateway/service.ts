@@ -18,7 +18,7 @@ import { Engine, type EngineOptions } from '../native/engine.js';
 import { watchEngineFaults } from '../native/engine-faults.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
-import { openGatewayDevice, watchAsyncEvents } from './device/device.js';
+import { openGatewayDevice } from './device/device.js';
 import { QpRegistry } from './device/qp-registry.js';
 import { LatencyRegistry } from './metrics/latency-registry.js';
 import { SloService } from './slo/service.js';
@@ -87,10 +87,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   state.heartbeat.start();
   let app: FastifyInstance | undefined;
   let orders: OrdersLifecycle | undefined;
-  let stopEventWatch = (): void => undefined;
   try {
     state.device = openGatewayDevice(config, engine);
-    stopEventWatch = watchAsyncEvents(state.device, log);
     const port = state.device.queryPort();
     const { name, backend, gid, gidReport } = state.device;
     log.info({ device: name, backend, gid, gidReport: gidReport ?? undefined, portState: port.state, activeMtu: port.activeMtu }, 'device open');
@@ -115,7 +113,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await app?.close().catch(() => undefined);
     await orders?.close().catch((e: unknown) => log.error({ err: e }, 'closing order entry after a failed start'));
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
-    stopEventWatch();
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     state.heartbeat.stop();
     stopFaultWatch();
@@ -161,7 +158,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       for (const e of extensions) await step('close', () => e.close?.());
       await step('control plane', () => server.close());
       slo.stop();
-      stopEventWatch();
       await step('device', () => releaseDevice(state, log));
       state.heartbeat.stop();
       stopFaultWatch();

@@ -1,5 +1,6 @@
 // The JS Device over a verbs::Device of either backend (device_open.h opens
 // it), and the soft device's test-only fault injector doors.
+#include <memory>
 #include <utility>
 
 #include "device_open.h"
@@ -37,6 +38,10 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
   void opened(DeviceFacts facts, engine::DeviceEventsAgent* events) {
     facts_ = std::move(facts);
     events_ = events;
+    if (events_ != nullptr) {
+      verbs::Device& d = *obj_;
+      run([&] { event_counts_ = events_->counts(d); });
+    }
   }
   // For __testing_setFaults / __testing_faultCounters (tests only).
   void set_faults(Napi::Env env, const soft::FaultPlan& plan) {
@@ -157,18 +162,16 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
     return o;
   }
   // {IBV_EVENT_PORT_ERR: 1, ..., lost: 0}: the events the agent took (ibv).
-  Napi::Object async_event_counts(Napi::Env env) {
+  // Relaxed atomics, read here: /metrics never waits for the engine.
+  Napi::Object async_event_counts(Napi::Env env) const {
     Napi::Object o = Napi::Object::New(env);
-    if (events_ == nullptr) return o;
-    verbs::Device& d = dev(env);
-    engine::DeviceEventsAgent::Counts c;
-    run([&] {
-      if (const auto* p = events_->counts(d)) c = *p;
-    });
+    if (!event_counts_) return o;
+    const auto& c = *event_counts_;
     for (std::size_t t = 0; t < c.by_type.size(); ++t) {
-      if (c.by_type[t] != 0) o.Set(std::string(verbs::event_type_enum_name(static_cast<verbs::EventType>(t))), static_cast<double>(c.by_type[t]));
+      const std::uint64_t n = c.by_type[t].load(std::memory_order_relaxed);
+      if (n != 0) o.Set(std::string(verbs::event_type_enum_name(static_cast<verbs::EventType>(t))), static_cast<double>(n));
     }
-    o.Set("lost", static_cast<double>(c.lost));
+    o.Set("lost", static_cast<double>(c.lost.load(std::memory_order_relaxed)));
     return o;
   }
   Napi::Value NetReport(const Napi::CallbackInfo& info) {
@@ -193,6 +196,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
 
   DeviceFacts facts_;
   engine::DeviceEventsAgent* events_ = nullptr;  // ibv: the agent that takes its async events
+  std::shared_ptr<const engine::DeviceEventsAgent::Counts> event_counts_;
 };
 
 // openDevice(engine, {kind: 'soft', address | name, ...} | {kind: 'ibv', name, port?, gidIndex?}): device_open.h.

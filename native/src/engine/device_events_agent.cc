@@ -30,7 +30,7 @@ verbs::Status DeviceEventsAgent::attach(verbs::Device& device) {
   if (device.async_fd() < 0) {
     return verbs::Error{EINVAL, "device " + std::string(device.name()) + " has no async fd (a soft device raises its events itself)"};
   }
-  devices_.push_back(Attached{&device, {}, {}});
+  devices_.push_back(Attached{&device, {}, std::make_shared<Counts>()});
   if (context_ != nullptr) context_->add_fd(device.async_fd(), EPOLLIN);
   return {};
 }
@@ -52,9 +52,9 @@ std::optional<verbs::AsyncEvent> DeviceEventsAgent::next_event(const verbs::Devi
   return e;
 }
 
-const DeviceEventsAgent::Counts* DeviceEventsAgent::counts(const verbs::Device& device) const {
+std::shared_ptr<const DeviceEventsAgent::Counts> DeviceEventsAgent::counts(const verbs::Device& device) const {
   const Attached* a = find(device);
-  return a == nullptr ? nullptr : &a->counts;
+  return a == nullptr ? nullptr : a->counts;
 }
 
 DeviceEventsAgent::Attached* DeviceEventsAgent::find(const verbs::Device& device) {
@@ -75,10 +75,10 @@ int DeviceEventsAgent::drain(Attached& a) {
   while (std::optional<verbs::AsyncEvent> e = a.device->get_async_event()) {
     ++n;
     const auto type = static_cast<std::size_t>(e->event_type);
-    if (type < kEventTypes) ++a.counts.by_type[type];
+    if (type < kEventTypes) a.counts->by_type[type].fetch_add(1, std::memory_order_relaxed);
     if (a.kept.size() == kMaxKeptEvents) {
       a.kept.pop_front();
-      ++a.counts.lost;
+      a.counts->lost.fetch_add(1, std::memory_order_relaxed);
     }
     a.kept.push_back(*e);
   }

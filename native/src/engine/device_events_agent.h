@@ -17,8 +17,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -33,9 +35,11 @@ class DeviceEventsAgent final : public Agent {
   // Indexed by verbs::EventType's value (ibv_event_type, 0..kEventTypes-1).
   static constexpr std::size_t kEventTypes = verbs::kEventTypeCount;
 
+  // Written by the engine thread, read from any thread (relaxed): the
+  // control plane reads them without waiting for a duty cycle.
   struct Counts {
-    std::array<std::uint64_t, kEventTypes> by_type{};
-    std::uint64_t lost = 0;  // kept events dropped because JS did not take them
+    std::array<std::atomic<std::uint64_t>, kEventTypes> by_type{};
+    std::atomic<std::uint64_t> lost{0};  // kept events dropped because JS did not take them
   };
 
   DeviceEventsAgent() = default;
@@ -53,15 +57,16 @@ class DeviceEventsAgent final : public Agent {
   void detach(const verbs::Device& device);
   // Engine thread: the oldest event kept for `device`, if any.
   std::optional<verbs::AsyncEvent> next_event(const verbs::Device& device);
-  // Engine thread. Null for a device not attached.
-  const Counts* counts(const verbs::Device& device) const;
+  // Engine thread. Null for a device not attached; the counts outlive the
+  // device's detach, for whoever holds them.
+  std::shared_ptr<const Counts> counts(const verbs::Device& device) const;
   std::size_t device_count() const { return devices_.size(); }
 
  private:
   struct Attached {
     verbs::Device* device = nullptr;
     std::deque<verbs::AsyncEvent> kept;
-    Counts counts;
+    std::shared_ptr<Counts> counts;
   };
   Attached* find(const verbs::Device& device);
   const Attached* find(const verbs::Device& device) const;

@@ -5,7 +5,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDevice, type Device, type PortAttr } from '../../native/verbs.js';
 import type { Engine } from '../../native/engine.js';
-import type { Logger } from '../log.js';
 
 /** The device could not be opened as configured: `qpgate serve` exits 2 (a configuration error), nothing started. */
 export class DeviceOpenError extends Error {
@@ -59,23 +58,6 @@ function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
     throw new DeviceOpenError(`cannot serve on the ibv device ${backend.device}: it has no multicast (max_mcast_grp ${attr.maxMcastGrp}; choose a RoCE device that has)`);
   }
   return device;
-}
-
-/**
- * Logs the device's async events (a port down, a QP in error, a CQ overrun,
- * an SRQ at its limit) as they come: the engine keeps an ibv device's
- * (engine/device_events_agent.h) and a soft device queues its own until
- * taken. Counted by type in /metrics (qpgate_device_async_events_total, ibv).
- * Call the returned function before the device closes.
- */
-export function watchAsyncEvents(device: Device, log: Logger, everyMs = 250): () => void {
-  const timer = setInterval(() => {
-    for (let e = device.getAsyncEvent(); e !== null; e = device.getAsyncEvent()) {
-      log.warn({ device: device.name, event: e.type, element: e.element, elementId: e.elementId, description: e.description }, 'device async event');
-    }
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
 /**
