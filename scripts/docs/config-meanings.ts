@@ -6,6 +6,8 @@ export const CONFIG_MEANINGS: Record<string, string> = {
   'backend.kind': '`soft` (RoCEv2 over UDP/4791 in user space) or `ibv` (libibverbs)',
   'backend.device': 'network interface (soft) or RDMA device (ibv); its NUMA node decides where the engine runs',
   'backend.address': 'soft: the IPv4 address this device owns (RoCEv2 always uses port 4791, so one device per address)',
+  'backend.port': 'ibv: the port of the RDMA device (must be active)',
+  'backend.gidIndex': "ibv: the source GID entry; unset = the RoCE v2 IPv4-mapped GID of the port's interface, chosen and logged (`gidReport` in `/v1/device`)",
   'engine.idleStrategy': '`spin`, `yield`, `backoff` (spin → yield → park in epoll); `auto` = backoff below 4 CPUs, spin otherwise',
   'engine.cpus': "CPUs the engine may use; empty = the device's NUMA node",
   'engine.backoff.spins': 'the backoff ladder: empty duty cycles spun before yielding',

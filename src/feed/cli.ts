@@ -11,7 +11,7 @@ import { Option, type Command } from 'commander';
 import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, controlPlaneCommand, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, controlPlaneCommand, DEFAULT_URL, receiveModeOption, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
@@ -22,6 +22,7 @@ interface SubscribeFlags extends ClientOptions {
   feed: string;
   channel: string[];
   address: string;
+  receiveMode?: 'plain-udp' | 'af-packet';
   count?: string;
   seconds?: string;
   stats?: boolean;
@@ -116,7 +117,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
   try {
     return await subscribe({
       engineOptions: {},
-      device: { address: flags.address },
+      device: { address: flags.address, receiveMode: flags.receiveMode },
       channels,
       onMessage,
       onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
@@ -168,6 +169,7 @@ function feedCommand(program: Command, name: string, description: string): Comma
     .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
+    .addOption(receiveModeOption())
     .option('--count <n>', 'stop after n messages')
     .option('--seconds <s>', 'stop after s seconds (a decimal number)')
     .option('--json', 'one JSON object per line instead of text')

@@ -150,7 +150,7 @@ export interface NativeFeedSubscriber {
   close(): void;
 }
 
-/** The addon's SoftDevice object (verbs.openDevice's result, before verbs.ts wraps it). */
+/** The addon's Device object (verbs.openDevice's result, before verbs.ts wraps it). */
 export type NativeDevice = object;
 
 interface NativeFeed {
@@ -160,7 +160,7 @@ interface NativeFeed {
 
 interface NativeVerbsForFeed {
   openDevice(engine: NativeEngine, options: Record<string, unknown>): NativeDevice;
-  SoftDevice: abstract new (...args: never[]) => object;
+  Device: abstract new (...args: never[]) => object;
 }
 
 export function nativeFeed(): NativeFeed {
@@ -196,7 +196,7 @@ export function nativeDeviceOf(device: FeedDevice): NativeDevice {
   if (remembered !== undefined) return remembered;
   const exposed = (device as { native?: unknown }).native;
   if (typeof exposed === 'object' && exposed !== null) return exposed;
-  if (device instanceof nativeVerbs().SoftDevice) return device;
+  if (device instanceof nativeVerbs().Device) return device;
   throw new TypeError(
     'qpgate feed: the device must come from openFeedDevice(engine, {address}) (or be a verbs Device that exposes its native handle)',
   );

@@ -7,9 +7,10 @@ import { effectiveConfig, formatEffective } from './config/effective.js';
 import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
+import { DeviceOpenError } from './device/device.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { ClientError, controlPlaneCommand, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
+import { ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -125,7 +126,8 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
     controlPlaneCommand(program, name, description)
       .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
       .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
-      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
+      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
+      .addOption(receiveModeOption());
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {
       setExit(await fn());
@@ -235,7 +237,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
-    if (err instanceof StateDirLockedError) {
+    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
       return EXIT_CONFIG;
     }

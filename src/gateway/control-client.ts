@@ -1,6 +1,6 @@
 // `qpgate status` and `qpgate qps`: read the control plane and print what
 // ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
@@ -10,6 +10,19 @@ import { formatNs } from './units.js';
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
 
 /** A command that talks to a running gateway's control plane: --url, --token and --config (for state.dir's admin.token). */
+/**
+ * --receive-mode for a client's own soft device: against a gateway on rxe or
+ * a NIC (IPv4 ID not 0) only af-packet verifies the ICRC (docs/protocol.md §1.8).
+ */
+export function receiveModeOption(): Option {
+  return new Option(
+    '--receive-mode <mode>',
+    "our soft device's receive path: af-packet sees each packet's real IP header, so the ICRC of a gateway on rxe or a NIC verifies (needs CAP_NET_RAW)",
+  )
+    .choices(['plain-udp', 'af-packet'])
+    .default('plain-udp');
+}
+
 export function controlPlaneCommand(program: Command, name: string, description: string, urlHelp = 'the control plane'): Command {
   return program
     .command(name)

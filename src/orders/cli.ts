@@ -24,6 +24,7 @@ export interface SessionCliOptions extends ClientOptions {
   name: string;
   account: string[];
   address: string;
+  receiveMode?: 'plain-udp' | 'af-packet';
 }
 
 export type Parsed =
@@ -124,7 +125,7 @@ export async function orderCommand(
     token,
     name: opts.name,
     accounts,
-    device: { address: opts.address },
+    device: { address: opts.address, receiveMode: opts.receiveMode },
     takeover: true,
   }).catch((err: unknown) => {
     throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
@@ -177,7 +178,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address }, takeover: true }).catch(
+  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address, receiveMode: opts.receiveMode }, takeover: true }).catch(
     (err: unknown) => {
       throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

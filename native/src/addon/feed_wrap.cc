@@ -168,7 +168,7 @@ Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, con
   r.engine = ew->engine();
   r.device = device_of(info[1], *classes.verbs);
   if (r.device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open SoftDevice from verbs.openDevice()");
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
   }
   if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
   if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");

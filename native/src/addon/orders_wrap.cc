@@ -349,7 +349,7 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
   verbs::Device* device = device_of(info[1], *classes->verbs);
   if (device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open SoftDevice from verbs.openDevice()");
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
   }
   orders::ServiceConfig config = to_service_config(env, info[2]);
   EnginePtr engine = ew->engine();

@@ -9,6 +9,7 @@
 
 #include "engine/clock.h"
 #include "engine/node_buffer.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::feed {
 
@@ -197,6 +198,8 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
   ec.qkey = config.qkey;
   auto ep = make_ud_endpoint(device, ec, std::move(memory.send_slots));
   if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
+  auto source = verbs::choose_source_gid(device);
+  if (!source.ok()) return verbs::Error{source.error().code, "feed publisher: " + source.error().message};
   std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), memory, now_ns));
   p->slot_bytes_ = slot_bytes;
   for (auto& c : p->channels_) {
@@ -205,6 +208,7 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
       if (groups[line] == 0) continue;
       verbs::AhAttr attr;
       attr.dgid = group_gid(groups[line]);
+      attr.sgid_index = source->index;  // IPv4 groups leave from the IPv4-mapped GID (rxe's index 0 is link-local IPv6)
       attr.hop_limit = config.hop_limit;
       auto ah = p->ep_->pd->create_ah(attr);
       if (!ah.ok()) return verbs::Error{ah.error().code, "feed publisher: create_ah: " + ah.error().message};

@@ -9,6 +9,10 @@
 //                   book changes published on 2's publishers in this cycle
 //   4 soft_devices  the soft backend: transmits what 2 and 3 posted (one
 //                   sendmmsg per socket), then receives for the next cycle
+//   5 device_events devices the hardware drives (ibv): their async events
+//                   (port, QP, CQ, SRQ) taken, counted and kept for JS; the
+//                   NIC sends what 2 and 3 posted by itself, and 2 and 3
+//                   poll their own CQs
 //
 // So a record from JS leaves the host in the same cycle that read it, and an
 // order's answer and its trade leave in the cycle that made them.
@@ -16,6 +20,7 @@
 
 #include <cstdint>
 
+#include "engine/device_events_agent.h"
 #include "engine/engine.h"
 #include "engine/record_types.h"
 #include "engine/soft_device_agent.h"
@@ -47,6 +52,7 @@ struct EngineAgents {
   feed::FeedAgent* feed = nullptr;
   orders::OrderAgent* orders = nullptr;
   engine::SoftDeviceAgent* soft_devices = nullptr;
+  engine::DeviceEventsAgent* device_events = nullptr;
 };
 
 // Before engine.start(), once per engine.

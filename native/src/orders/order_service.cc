@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "engine/clock.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::orders {
 
@@ -42,41 +43,16 @@ std::string validate(const ServiceConfig& c) {
   return "";
 }
 
-namespace {
-
-// The GID the gateway's sessions leave from: the configured index, else the
-// first IPv4-mapped entry (RoCEv2 over IPv4), else the first set entry.
-verbs::Result<std::pair<verbs::Gid, std::uint8_t>> choose_gid(verbs::Device& device, int index) {
-  auto table = device.query_gid_table(1);
-  if (!table.ok()) return table.error();
-  const std::vector<verbs::Gid>& gids = *table;
-  if (index >= 0) {
-    if (static_cast<std::size_t>(index) >= gids.size() || gids[static_cast<std::size_t>(index)].is_zero()) {
-      return verbs::Error{EINVAL, "GID index " + std::to_string(index) + " is not set on port 1"};
-    }
-    return std::pair{gids[static_cast<std::size_t>(index)], static_cast<std::uint8_t>(index)};
-  }
-  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
-    if (gids[i].is_ipv4_mapped()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
-  }
-  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
-    if (!gids[i].is_zero()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
-  }
-  return verbs::Error{ENODEV, "port 1 has no GID"};
-}
-
-}  // namespace
-
 OrderService::OrderService(verbs::Device& device, ServiceConfig config)
     : device_(device), config_(std::move(config)), market_data_(config_.feeds) {}
 
 verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& device, ServiceConfig config) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, e};
   std::unique_ptr<OrderService> s{new OrderService(device, std::move(config))};
-  auto gid = choose_gid(device, s->config_.gid_index);
+  auto gid = verbs::choose_source_gid(device, s->config_.gid_index);
   if (!gid.ok()) return gid.error();
-  s->gid_ = gid->first;
-  s->gid_index_ = gid->second;
+  s->gid_ = gid->gid;
+  s->gid_index_ = gid->index;
   if (auto port = device.query_port(1); port.ok()) s->port_mtu_ = port->active_mtu;
 
   HandlerConfig hc = s->config_.handler;

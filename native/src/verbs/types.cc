@@ -1,4 +1,5 @@
 #include <array>
+#include <cstring>
 
 #include "verbs/async_event.h"
 #include "verbs/error.h"
@@ -270,7 +271,8 @@ std::string_view errno_name(int code) {
     case ERANGE: return "ERANGE";
     case EFAULT: return "EFAULT";
   }
-  return "E?";
+  const char* name = strerrorname_np(code);  // glibc's name for the rest (ENOSYS, ENODEV, ENETDOWN...)
+  return name != nullptr ? std::string_view(name) : std::string_view("E?");
 }
 
 }  // namespace qpgate::verbs

@@ -24,6 +24,14 @@ export const BackendConfig = Type.Object(
       format: 'ipv4',
       description: 'the IPv4 address this soft device owns (one address per device: UDP port 4791)',
     }),
+    port: Type.Integer({ minimum: 1, maximum: 255, description: 'ibv: the port of the RDMA device' }),
+    gidIndex: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 255,
+        description: "ibv: the source GID entry; unset: the RoCE v2 IPv4-mapped GID of the port's interface, chosen and logged",
+      }),
+    ),
   },
   strict,
 );

@@ -15,7 +15,8 @@ export function deviceReport(state: GatewayState) {
   return {
     backend: state.config.backend.kind,
     device: state.config.backend.device,
-    address: state.config.backend.address,
+    // The address the device sends from: backend.address (soft), its GID's IPv4 address (ibv).
+    address: device?.address ?? state.config.backend.address,
     features: loadAddon().features,
     rdma: describeDevice(device),
     numaNode: placement.numaNode,
