@@ -59,8 +59,6 @@ export interface OrderClientOptions extends EndpointOptions {
   maxMessageBytes?: number;
   /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
   helloTimeoutMs?: number;
-  /** Poll period while nothing is outstanding (default 2 ms): unsolicited fills and cancels. */
-  idlePollMs?: number;
 }
 
 export type NewOrderAnswer = Ack | Reject;
@@ -101,8 +99,7 @@ export class OrderClient extends EventEmitter {
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
-  #timer: NodeJS.Timeout | undefined;
-  #immediate: NodeJS.Immediate | undefined;
+  #spinning = false;
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
   #catchUp: { target: bigint; resolve: () => void } | undefined;
   #reconnecting: Promise<void> | undefined;
@@ -114,6 +111,8 @@ export class OrderClient extends EventEmitter {
     this.#options = options;
     this.#window = options.window ?? 64;
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
+    // Answers, fills and cancels: the engine's wake-ups (a packet, a deadline) while we do not spin.
+    ep.watch(() => this.#poll());
   }
 
   /** Creates the endpoint, opens the session and resynchronises (Hello → Welcome → resend). */
@@ -210,7 +209,6 @@ export class OrderClient extends EventEmitter {
 
   async #establish(): Promise<void> {
     this.#connected = false;
-    this.#stopPolling();
     this.#drainStale();
     const { recvSlots, sendSlots } = this.#ep.shape;
     this.#freeSend.length = 0;
@@ -226,7 +224,6 @@ export class OrderClient extends EventEmitter {
       qp.postRecv(wrs);
     });
     this.#connected = true;
-    this.#schedule(true);
     const welcome = await this.#hello();
     if (welcome.appSeq > this.#lastAppSeq) {
       await new Promise<void>((resolve, reject) => {
@@ -285,7 +282,6 @@ export class OrderClient extends EventEmitter {
   }
 
   async #release(): Promise<void> {
-    this.#stopPolling();
     await this.#ep.close();
   }
 
@@ -344,52 +340,42 @@ export class OrderClient extends EventEmitter {
       this.#lost(`postSend failed: ${(err as Error).message}`);
       return;
     }
-    this.#schedule(true);
+    this.#spin();
   }
 
   // ---------------------------------------------------------------- completions
 
-  #schedule(busy: boolean): void {
-    if (this.#closed || this.#immediate !== undefined) return;
-    if (busy) {
-      if (this.#timer !== undefined) {
-        clearTimeout(this.#timer);
-        this.#timer = undefined;
-      }
-      this.#immediate = setImmediate(() => {
-        this.#immediate = undefined;
-        this.#poll();
-      });
-    } else if (this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#poll();
-      }, this.#options.idlePollMs ?? 2);
+  // The SEND leaves now and, for busyPollUs, we poll for the answer (one
+  // spin at a time: an answer that lets a queued request go is posted from
+  // inside the spin and waited for by it).
+  #spin(): void {
+    if (this.#spinning || this.#closed) return;
+    this.#spinning = true;
+    try {
+      this.#ep.spin(() => !this.#connected || this.#poll() > 0);
+    } finally {
+      this.#spinning = false;
     }
   }
 
-  #stopPolling(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
-    this.#timer = undefined;
-    this.#immediate = undefined;
-  }
-
-  #poll(): void {
-    if (this.#closed || !this.#connected) return;
+  // Takes what completed (a batch), delivers it, reposts the receives and
+  // sends what the window now allows; returns the messages received.
+  #poll(): number {
+    if (this.#closed || !this.#connected) return 0;
     const qpn = this.#ep.qp.qpNum;
     let wcs: Wc[];
     try {
       wcs = this.#ep.cq.poll(256);
     } catch (err) {
       this.#lost(`poll failed: ${(err as Error).message}`);
-      return;
+      return 0;
     }
+    let received = 0;
     for (const wc of wcs) {
       if (wc.qpNum !== qpn) continue;
       if (wc.status !== 'IBV_WC_SUCCESS') {
         this.#lost(`${wc.wrId & SEND_BIT ? 'send' : 'receive'} completed with ${wc.status}`);
-        return;
+        return received;
       }
       if (wc.wrId & SEND_BIT) {
         this.#freeSend.push(Number(wc.wrId & 0xffffffffn));
@@ -398,6 +384,7 @@ export class OrderClient extends EventEmitter {
       const slot = Number(wc.wrId);
       const at = this.#ep.recvOffset(slot);
       this.#repost.push(slot);
+      received++;
       let message: GatewayMessage;
       try {
         message = decodeGatewayMessage(this.#ep.buffer.subarray(at, at + wc.byteLen));
@@ -406,7 +393,7 @@ export class OrderClient extends EventEmitter {
         continue;
       }
       this.#deliver(message);
-      if (!this.#connected) return;
+      if (!this.#connected) return received;
     }
     if (this.#repost.length > 0) {
       const wrs = this.#repost.map((i) => ({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] }));
@@ -415,13 +402,11 @@ export class OrderClient extends EventEmitter {
         this.#ep.qp.postRecv(wrs);
       } catch (err) {
         this.#lost(`postRecv failed: ${(err as Error).message}`);
-        return;
+        return received;
       }
     }
     this.#pump();
-    const busy =
-      wcs.length > 0 || this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots;
-    this.#schedule(busy);
+    return received;
   }
 
   #deliver(m: GatewayMessage): void {

@@ -9,6 +9,13 @@
 //
 // Reconnecting makes a new QP (an RC QP in ERR is spent) and asks again: the
 // gateway gives the same session id for the same (token, name).
+//
+// The engine is driven from the JS thread (Engine.startDriven): every verbs
+// call runs inline, with no cross-thread call; after posting, the client runs
+// a duty cycle itself (kick: the SEND leaves now) and may busy-poll its CQ for
+// `busyPollUs` (spin); otherwise the event loop watches the engine's sockets
+// and protocol deadline (so retransmission and ACK timeouts fire while JS is
+// idle) and calls the client's onWork with the completions ready.
 import { randomInt } from 'node:crypto';
 import { Engine, type EngineOptions } from '../native/engine.js';
 import {
@@ -70,7 +77,10 @@ export interface EndpointOptions {
   token: string;
   /** The session name: the same (token, name) is the same session (id, app_seq) across reconnects. */
   name: string;
-  /** An engine to share (several sessions in one process); default: one of our own, stopped by close(). */
+  /**
+   * An engine to share (several sessions in one process), started with
+   * `startDriven()`; default: one of our own, stopped by close().
+   */
   engine?: Engine;
   /** A device to share, or where to open ours: `{ address: '127.0.0.2' }` (not the gateway's own address). */
   device?: Device | OpenDeviceOptions;
@@ -82,7 +92,16 @@ export interface EndpointOptions {
   takeover?: boolean;
   /** HTTP timeout (default 5000 ms). */
   timeoutMs?: number;
+  /**
+   * After posting, busy-poll the CQ this long for the answer before leaving
+   * it to the event loop (default 50 µs; 0: never). The JS thread does
+   * nothing else meanwhile: it buys latency with CPU.
+   */
+  busyPollUs?: number;
 }
+
+/** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
+export const DEFAULT_BUSY_POLL_US = 50;
 
 export interface EndpointShape {
   role: 'trading' | 'risk';
@@ -109,6 +128,8 @@ export class RcEndpoint {
   #answer: SessionAnswer | undefined;
   readonly #ownEngine: boolean;
   readonly #ownDevice: boolean;
+  readonly #busyPollNs: bigint;
+  #unwatch: (() => void) | undefined;
 
   private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
     this.engine = engine;
@@ -117,6 +138,7 @@ export class RcEndpoint {
     this.#ownDevice = ownDevice;
     this.options = options;
     this.shape = shape;
+    this.#busyPollNs = BigInt(Math.round((options.busyPollUs ?? DEFAULT_BUSY_POLL_US) * 1000));
     this.pd = device.allocPd();
     this.cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
     this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
@@ -124,11 +146,18 @@ export class RcEndpoint {
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
+    const busy = options.busyPollUs;
+    if (busy !== undefined && !(Number.isFinite(busy) && busy >= 0 && busy <= 1_000_000)) {
+      throw new RangeError(`qpgate client: options.busyPollUs: expected 0 to 1000000 µs, got ${busy}`);
+    }
     let engine = options.engine;
     const ownEngine = engine === undefined;
+    if (engine !== undefined && !engine.driven) {
+      throw new TypeError('qpgate client: options.engine: expected an engine started with startDriven() (the client runs its QP on the JS thread), got one with its own thread');
+    }
     if (engine === undefined) {
       engine = new Engine({ toEngineCapacity: 1 << 16, fromEngineCapacity: 1 << 16, hugePages: false, ...options.engineOptions });
-      await engine.start();
+      await engine.startDriven();
     }
     try {
       const given = options.device;
@@ -157,6 +186,27 @@ export class RcEndpoint {
   get answer(): SessionAnswer {
     if (this.#answer === undefined) throw new Error('qpgate client: no handshake yet');
     return this.#answer;
+  }
+
+  /** Calls `onWork` after each wake-up of the engine by the event loop (a packet, a deadline); one listener. */
+  watch(onWork: () => void): void {
+    this.#unwatch?.();
+    this.#unwatch = this.engine.onWork(onWork);
+  }
+
+  /**
+   * After a post: a duty cycle (what was posted leaves now, what arrived is
+   * taken in) and `poll()`, repeated for at most busyPollUs until it returns
+   * true (what we wait for came). False when the budget ran out; the event
+   * loop takes over then.
+   */
+  spin(poll: () => boolean): boolean {
+    const end = process.hrtime.bigint() + this.#busyPollNs;
+    for (;;) {
+      this.engine.doWork();
+      if (poll()) return true;
+      if (this.#busyPollNs === 0n || process.hrtime.bigint() >= end) return false;
+    }
   }
 
   /** Byte offset of receive slot i / send slot j in `buffer`. */
@@ -297,6 +347,8 @@ export class RcEndpoint {
   }
 
   async close(): Promise<void> {
+    this.#unwatch?.();
+    this.#unwatch = undefined;
     this.dropQp();
     this.mr.dereg();
     this.cq.destroy();
