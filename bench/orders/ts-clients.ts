@@ -63,7 +63,7 @@ async function server(): Promise<void> {
   const config = loadConfig({
     env: {},
     file,
-    overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${GATEWAY}`, ...(idle ? [`engine.idleStrategy=${idle}`] : [])],
+    overrides: ['control.port=0', `control.host=${GATEWAY}`, `state.dir=${dir}`, `backend.address=${GATEWAY}`, ...(idle ? [`engine.idleStrategy=${idle}`] : [])],
   });
   const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
   process.stdout.write(`PORT ${new URL(gw.url).port}\n`);

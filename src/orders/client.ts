@@ -99,7 +99,6 @@ export class OrderClient extends EventEmitter {
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
-  #spinning = false;
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
   #catchUp: { target: bigint; resolve: () => void } | undefined;
   #reconnecting: Promise<void> | undefined;
@@ -111,8 +110,12 @@ export class OrderClient extends EventEmitter {
     this.#options = options;
     this.#window = options.window ?? 64;
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
-    // Answers, fills and cancels: the engine's wake-ups (a packet, a deadline) while we do not spin.
-    ep.watch(() => this.#poll());
+    // Answers, fills and cancels: polled at the engine's wake-ups (a packet, a
+    // deadline) and after our posts; a busy-poll ends at the first message.
+    ep.watch(
+      () => !this.#connected || this.#poll() > 0,
+      () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots,
+    );
   }
 
   /** Creates the endpoint, opens the session and resynchronises (Hello → Welcome → resend). */
@@ -340,23 +343,10 @@ export class OrderClient extends EventEmitter {
       this.#lost(`postSend failed: ${(err as Error).message}`);
       return;
     }
-    this.#spin();
+    this.#ep.kick();
   }
 
   // ---------------------------------------------------------------- completions
-
-  // The SEND leaves now and, for busyPollUs, we poll for the answer (one
-  // spin at a time: an answer that lets a queued request go is posted from
-  // inside the spin and waited for by it).
-  #spin(): void {
-    if (this.#spinning || this.#closed) return;
-    this.#spinning = true;
-    try {
-      this.#ep.spin(() => !this.#connected || this.#poll() > 0);
-    } finally {
-      this.#spinning = false;
-    }
-  }
 
   // Takes what completed (a batch), delivers it, reposts the receives and
   // sends what the window now allows; returns the messages received.

@@ -58,7 +58,13 @@ export class RiskClient {
 
   private constructor(ep: RcEndpoint) {
     this.#ep = ep;
-    ep.watch(() => this.#poll());
+    ep.watch(
+      () => {
+        this.#poll();
+        return this.#waiting.size === 0;
+      },
+      () => this.#waiting.size > 0,
+    );
   }
 
   static async connect(options: RiskClientOptions): Promise<RiskClient> {
@@ -185,11 +191,8 @@ export class RiskClient {
       this.#ep.qp.postSend([
         { wrId, opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
       ]);
-      // The operation leaves now; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
-      this.#ep.spin(() => {
-        this.#poll();
-        return !this.#waiting.has(wrId);
-      });
+      // The operation leaves at once; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
+      this.#ep.kick();
       const wc = await done;
       if (wc.status !== 'IBV_WC_SUCCESS') {
         throw new RdmaError(wc.status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${wc.status} (the QP is now ${this.#ep.qp.state})`);

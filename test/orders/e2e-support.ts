@@ -1,5 +1,5 @@
-// Shared by the end-to-end order tests: the client side (one driven engine
-// and soft device for every session), waiting for quiet, the final cancels and the
+// Shared by the end-to-end order tests: the client side (one engine and soft
+// device for every session), waiting for quiet, the final cancels and the
 // risk-word check against the model, and /metrics.
 import assert from 'node:assert/strict';
 import { Engine } from '../../src/native/engine.js';
@@ -16,7 +16,7 @@ export const SESSIONS = 8;
 
 export async function clientSide(): Promise<{ engine: Engine; device: Device; close: () => Promise<void> }> {
   const engine = new Engine({ toEngineCapacity: 1 << 16, fromEngineCapacity: 1 << 16, hugePages: false });
-  await engine.startDriven();
+  await engine.start();
   const device = openDevice(engine, { address: freeLoopbackAddress() });
   return {
     engine,
