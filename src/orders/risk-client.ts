@@ -54,11 +54,17 @@ export class RiskClient {
   readonly #ep: RcEndpoint;
   readonly #waiting = new Map<bigint, { resolve: (wc: Wc) => void }>();
   #nextWr = 1n;
-  #timer: NodeJS.Immediate | undefined;
   #chain: Promise<unknown> = Promise.resolve();
 
   private constructor(ep: RcEndpoint) {
     this.#ep = ep;
+    ep.watch(
+      () => {
+        this.#poll();
+        return this.#waiting.size === 0;
+      },
+      () => this.#waiting.size > 0,
+    );
   }
 
   static async connect(options: RiskClientOptions): Promise<RiskClient> {
@@ -170,7 +176,6 @@ export class RiskClient {
   }
 
   async close(): Promise<void> {
-    if (this.#timer !== undefined) clearImmediate(this.#timer);
     await this.#ep.closeSession();
     await this.#ep.close();
   }
@@ -186,7 +191,8 @@ export class RiskClient {
       this.#ep.qp.postSend([
         { wrId, opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
       ]);
-      this.#poll();
+      // The operation leaves at once; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
+      this.#ep.kick();
       const wc = await done;
       if (wc.status !== 'IBV_WC_SUCCESS') {
         throw new RdmaError(wc.status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${wc.status} (the QP is now ${this.#ep.qp.state})`);
@@ -198,16 +204,12 @@ export class RiskClient {
     return result;
   }
 
+  // Settles the operations that completed.
   #poll(): void {
-    if (this.#timer !== undefined) return;
-    this.#timer = setImmediate(() => {
-      this.#timer = undefined;
-      for (const wc of this.#ep.cq.poll(16)) {
-        const w = this.#waiting.get(wc.wrId);
-        this.#waiting.delete(wc.wrId);
-        w?.resolve(wc);
-      }
-      if (this.#waiting.size > 0) this.#poll();
-    });
+    for (const wc of this.#ep.cq.poll(16)) {
+      const w = this.#waiting.get(wc.wrId);
+      this.#waiting.delete(wc.wrId);
+      w?.resolve(wc);
+    }
   }
 }

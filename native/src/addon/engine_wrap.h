@@ -18,6 +18,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine_driver.h"
 #include "gateway/engine_agents.h"
 
 namespace qpgate::engine {
@@ -55,6 +56,12 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 
  private:
   Napi::Value Start(const Napi::CallbackInfo& info);
+  Napi::Value StartDriven(const Napi::CallbackInfo& info);
+  Napi::Value DoWork(const Napi::CallbackInfo& info);
+  Napi::Value Driven(const Napi::CallbackInfo& info);
+  void StartWakes(Napi::Env env);
+  // StartWakes, then `start`; on a throw everything is stopped again and the error goes to JS.
+  void StartWith(Napi::Env env, const std::function<void()>& start);
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Placement(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
@@ -74,6 +81,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   std::shared_ptr<engine::Engine> engine_;
   gateway::EngineAgents agents_;
   Napi::FunctionReference on_wake_;
+  std::shared_ptr<EngineDriver> driver_;  // driven mode: the event loop's watch
   Napi::ThreadSafeFunction tsfn_;
   bool tsfn_live_ = false;
   bool cleanup_hook_ = false;
