@@ -108,6 +108,12 @@ export interface EndpointOptions {
 export const DEFAULT_BUSY_POLL_US = 50;
 /** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
 const IDLE_POLL_MS = 2;
+/**
+ * Busy-polling one turn of the event loop may spend over all its posts (ns): a
+ * ping-pong of orders answered within busyPollUs spins through, a window of
+ * answers that keeps coming yields to the event loop after this much.
+ */
+const TURN_SPIN_BUDGET_NS = 1_000_000n;
 
 export interface EndpointShape {
   role: 'trading' | 'risk';
@@ -141,7 +147,9 @@ export class RcEndpoint {
   #timer: NodeJS.Timeout | undefined;
   #immediate: NodeJS.Immediate | undefined;
   #kickScheduled = false;
-  #spunThisTurn = false;
+  /** Busy-poll time left in this turn of the event loop (ns); refilled by a setImmediate once spent from. */
+  #spinLeftNs = TURN_SPIN_BUDGET_NS;
+  #refillScheduled = false;
 
   private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
     this.engine = engine;
@@ -220,10 +228,12 @@ export class RcEndpoint {
   /**
    * After a post. Driven engine: what is posted in one synchronous run of JS
    * leaves in one duty cycle, run from a microtask (right after that run,
-   * before any I/O); then `poll` is busy-polled for at most busyPollUs. At
-   * most one such spin per turn of the event loop: a post made while answers
-   * keep coming (a window of orders in flight, other clients on the engine)
-   * waits for the next turn (setImmediate), so no client holds the JS thread.
+   * before any I/O); then `poll` is busy-polled for at most busyPollUs, and
+   * for at most TURN_SPIN_BUDGET_NS in all per turn of the event loop: a
+   * ping-pong (the next order sent as the last is answered) spins through; a
+   * post made once the turn's budget is spent (a window of orders in flight,
+   * other clients on the engine) waits for the next turn (setImmediate), so
+   * no client holds the JS thread.
    * Threaded engine: the engine thread sends; polling goes to every turn.
    */
   kick(): void {
@@ -233,7 +243,7 @@ export class RcEndpoint {
     }
     if (this.#kickScheduled) return;
     this.#kickScheduled = true;
-    if (this.#spunThisTurn) {
+    if (this.#spinLeftNs <= 0n) {
       setImmediate(() => this.#runKick(false));
     } else {
       queueMicrotask(() => this.#runKick(true));
@@ -274,15 +284,24 @@ export class RcEndpoint {
       this.#poll();
       return;
     }
-    this.#spunThisTurn = true;
-    setImmediate(() => {
-      this.#spunThisTurn = false;
-    });
-    const end = process.hrtime.bigint() + this.#busyPollNs;
-    for (;;) {
-      this.engine.doWork();
-      if (this.#poll()) return;
-      if (this.#busyPollNs === 0n || process.hrtime.bigint() >= end) return;
+    if (!this.#refillScheduled) {
+      this.#refillScheduled = true;
+      setImmediate(() => {
+        this.#refillScheduled = false;
+        this.#spinLeftNs = TURN_SPIN_BUDGET_NS;
+      });
+    }
+    const start = process.hrtime.bigint();
+    const budget = this.#busyPollNs < this.#spinLeftNs ? this.#busyPollNs : this.#spinLeftNs;
+    const end = start + budget;
+    try {
+      for (;;) {
+        this.engine.doWork();
+        if (this.#poll()) return;
+        if (this.#busyPollNs === 0n || process.hrtime.bigint() >= end) return;
+      }
+    } finally {
+      this.#spinLeftNs -= process.hrtime.bigint() - start;
     }
   }
 
