@@ -50,12 +50,19 @@ void ResendRebuilder::ask(const RebuildJob& job) {
 
 void ResendRebuilder::cancel(std::uint64_t job_id) {
   std::lock_guard lock(mutex_);
-  cancelled_.push_back(job_id);
+  // A job that already finished is not remembered: run() would never erase its id.
+  const bool queued = std::any_of(queue_.begin(), queue_.end(), [&](const RebuildJob& j) { return j.id == job_id; });
+  if (queued || job_id == running_) cancelled_.push_back(job_id);
 }
 
 bool ResendRebuilder::cancelled(std::uint64_t job_id) const {
   std::lock_guard lock(mutex_);
   return stop_ || std::find(cancelled_.begin(), cancelled_.end(), job_id) != cancelled_.end();
+}
+
+std::size_t ResendRebuilder::cancellations_pending() const {
+  std::lock_guard lock(mutex_);
+  return cancelled_.size();
 }
 
 std::vector<RebuildResult> ResendRebuilder::take_done() {
@@ -79,9 +86,11 @@ void ResendRebuilder::run() {
     queue_.pop_front();
     RebuildResult result{job, false, true, {}, nullptr, 0};
     if (std::find(cancelled_.begin(), cancelled_.end(), job.id) == cancelled_.end()) {
+      running_ = job.id;
       lock.unlock();
       result = rebuild(job);
       lock.lock();
+      running_ = 0;
     }
     std::erase(cancelled_, job.id);
     done_.push_back(std::move(result));

@@ -68,6 +68,8 @@ class ResendRebuilder {
   std::vector<RebuildResult> take_done();
   // Jobs asked and not yet taken back.
   std::size_t outstanding() const noexcept { return outstanding_; }
+  // Cancellations still remembered: bounded by the jobs queued or running.
+  std::size_t cancellations_pending() const;
 
  private:
   void run();
@@ -81,7 +83,8 @@ class ResendRebuilder {
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<RebuildJob> queue_;          // guarded by mutex_
-  std::vector<std::uint64_t> cancelled_;  // guarded by mutex_: ids asked and cancelled, not yet finished
+  std::vector<std::uint64_t> cancelled_;  // guarded by mutex_: ids queued or running and cancelled
+  std::uint64_t running_ = 0;             // guarded by mutex_: the job the worker is rebuilding (0: none)
   std::vector<RebuildResult> done_;       // guarded by mutex_
   bool stop_ = false;                     // guarded by mutex_
   std::thread thread_;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "session_support.h"
 
@@ -221,6 +222,42 @@ TEST(OrderSessions, SessionsOpenedAndClosedLeaveNoResendStoreBehind) {
     EXPECT_EQ(gw.service->resend_bytes(), 0u) << "session " << id;
   }
   EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 0u);
+}
+
+// A session that closes between the end of its rebuild and the duty cycle
+// that takes the result cancels a finished job: that must not be remembered
+// for good (one id per such close, for the life of the gateway).
+TEST(ResendRebuilder, CancellingAFinishedJobLeavesNothingBehind) {
+  TempDir dir;
+  const HandlerConfig config = small_config(dir.file("journal"));
+  std::string error;
+  std::unique_ptr<OrderHandler> live = OrderHandler::open(config, error);
+  ASSERT_TRUE(live) << error;
+  ResendRebuilder rebuilder(config, 64);
+  const std::uint64_t end = live->journal().written_position();
+
+  rebuilder.ask(RebuildJob{1, kSessionA, 1, end});
+  std::vector<RebuildResult> done;
+  for (int i = 0; i < 10000 && done.empty(); ++i) {
+    done = rebuilder.take_done();
+    if (done.empty()) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].ok) << done[0].error;
+  rebuilder.cancel(1);
+  EXPECT_EQ(rebuilder.cancellations_pending(), 0u);
+
+  // A job cancelled while queued or running is remembered until it is finished.
+  rebuilder.ask(RebuildJob{2, kSessionA, 1, end});
+  rebuilder.cancel(2);
+  done.clear();
+  for (int i = 0; i < 10000 && done.empty(); ++i) {
+    done = rebuilder.take_done();
+    if (done.empty()) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(rebuilder.cancellations_pending(), 0u);
+  EXPECT_EQ(rebuilder.outstanding(), 0u);
 }
 
 }  // namespace
