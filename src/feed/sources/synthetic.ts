@@ -35,6 +35,12 @@ export interface SyntheticStats {
   bursts: number;
   /** Seconds since the ticks started. */
   elapsedSec: number;
+  /**
+   * Seconds of the arrival schedule published so far: every arrival due by
+   * then has been published. Behind elapsedSec by up to one timer tick, more
+   * when the event loop was late (the next tick catches up).
+   */
+  scheduledSec: number;
 }
 
 interface InstrumentState {
@@ -65,8 +71,9 @@ export class SyntheticSource {
   readonly #meanBurst: number;
   #timer: NodeJS.Timeout | undefined;
   #startMs = 0;
+  #scheduledMs = 0;
   #nextArrivalMs = 0;
-  readonly #stats: SyntheticStats = { definitions: 0, messages: 0, quotes: 0, trades: 0, bookUpdates: 0, statuses: 0, bursts: 0, elapsedSec: 0 };
+  readonly #stats: SyntheticStats = { definitions: 0, messages: 0, quotes: 0, trades: 0, bookUpdates: 0, statuses: 0, bursts: 0, elapsedSec: 0, scheduledSec: 0 };
 
   constructor(publisher: FeedPublisher, options: SyntheticOptions) {
     if (!(options.ratePerSec > 0)) throw new RangeError('synthetic source: ratePerSec must be > 0');
@@ -97,7 +104,8 @@ export class SyntheticSource {
   }
 
   stats(): SyntheticStats {
-    return { ...this.#stats, elapsedSec: this.#startMs === 0 ? 0 : (performance.now() - this.#startMs) / 1000 };
+    const since = (t: number): number => (this.#startMs === 0 ? 0 : (t - this.#startMs) / 1000);
+    return { ...this.#stats, elapsedSec: since(performance.now()), scheduledSec: since(this.#scheduledMs) };
   }
 
   /** Publishes the definitions (and an OPEN status per instrument), then starts the ticks. */
@@ -124,6 +132,7 @@ export class SyntheticSource {
     this.#stats.definitions = this.#instruments.length;
     this.#publish(batch);
     this.#startMs = performance.now();
+    this.#scheduledMs = this.#startMs;
     this.#nextArrivalMs = this.#startMs + this.#expo();
     this.#timer = setInterval(() => this.#tick(), this.#o.tickMs);
   }
@@ -151,6 +160,7 @@ export class SyntheticSource {
       for (let i = 0; i < n; i++) out.push(this.#next(ins));
       this.#nextArrivalMs += this.#expo();
     }
+    this.#scheduledMs = now;
     if (out.length > 0) this.#publish(out);
   }
 
