@@ -73,6 +73,15 @@ export type WcStatus =
   | 'IBV_WC_GENERAL_ERR'
   | 'IBV_WC_TM_ERR'
   | 'IBV_WC_TM_RNDV_INCOMPLETE';
+/** WcStatus by its ibv_wc_status code (cq.pollInto gives the code). */
+export const WC_STATUS_NAMES: readonly WcStatus[] = [
+  'IBV_WC_SUCCESS', 'IBV_WC_LOC_LEN_ERR', 'IBV_WC_LOC_QP_OP_ERR', 'IBV_WC_LOC_EEC_OP_ERR', 'IBV_WC_LOC_PROT_ERR',
+  'IBV_WC_WR_FLUSH_ERR', 'IBV_WC_MW_BIND_ERR', 'IBV_WC_BAD_RESP_ERR', 'IBV_WC_LOC_ACCESS_ERR', 'IBV_WC_REM_INV_REQ_ERR',
+  'IBV_WC_REM_ACCESS_ERR', 'IBV_WC_REM_OP_ERR', 'IBV_WC_RETRY_EXC_ERR', 'IBV_WC_RNR_RETRY_EXC_ERR',
+  'IBV_WC_LOC_RDD_VIOL_ERR', 'IBV_WC_REM_INV_RD_REQ_ERR', 'IBV_WC_REM_ABORT_ERR', 'IBV_WC_INV_EECN_ERR',
+  'IBV_WC_INV_EEC_STATE_ERR', 'IBV_WC_FATAL_ERR', 'IBV_WC_RESP_TIMEOUT_ERR', 'IBV_WC_GENERAL_ERR', 'IBV_WC_TM_ERR',
+  'IBV_WC_TM_RNDV_INCOMPLETE',
+];
 export type WcOpcode =
   | 'IBV_WC_SEND'
   | 'IBV_WC_RDMA_WRITE'
@@ -320,6 +329,16 @@ export interface Wc {
   readonly grh?: boolean;
 }
 
+/**
+ * cq.pollInto's layout: WC_WORDS u32 words per completion, at these
+ * offsets (native/src/addon/verbs_convert.h). status is the ibv_wc_status
+ * code (WC_STATUS_NAMES), opcode the ibv_wc_opcode code (IBV_WC_RECV = 128).
+ */
+export const WC_WORDS = 6;
+export const WcWord = { wrIdLow: 0, wrIdHigh: 1, status: 2, opcode: 3, byteLen: 4, qpNum: 5 } as const;
+/** qp.postRecvBatch's layout: three u32 words per receive (wr_id, offset in the MR, length). */
+export const RECV_WR_WORDS = 3;
+
 // ---------------------------------------------------------------- native shapes
 
 interface NativeMr {
@@ -336,6 +355,7 @@ interface NativeAh {
 }
 interface NativeCq {
   poll(max?: number): Wc[];
+  pollInto(words: Uint32Array): number;
   readonly cqe: number;
   readonly handle: number;
   destroy(): void;
@@ -354,6 +374,7 @@ interface NativeQp {
   query(): QpAttr;
   postSend(wrs: readonly unknown[]): number;
   postRecv(wrs: readonly unknown[]): number;
+  postRecvBatch(mr: NativeMr, words: Uint32Array, count: number): number;
   attachMcast(group: string): void;
   detachMcast(group: string): void;
   counters(): Record<string, number>;
@@ -643,6 +664,8 @@ export class ProtectionDomain {
 const nativeOf = Symbol('qpgate.verbs.native');
 
 export class MemoryRegion {
+  /** @internal */
+  readonly [nativeOf]: () => NativeMr;
   readonly #native: NativeMr;
   readonly #memory: ArrayBuffer | ArrayBufferView;
   readonly #onDereg: (mr: MemoryRegion) => void;
@@ -656,6 +679,7 @@ export class MemoryRegion {
   /** @internal */
   constructor(native: NativeMr, memory: ArrayBuffer | ArrayBufferView, onDereg: (mr: MemoryRegion) => void) {
     this.#native = native;
+    this[nativeOf] = () => this.#native;
     this.#memory = memory;
     this.#onDereg = onDereg;
     this.addr = native.addr;
@@ -711,6 +735,14 @@ export class CompletionQueue {
   /** ibv_poll_cq: up to `max` completions, oldest first. EOVERFLOW once the CQ overflowed. */
   poll(max = 16): Wc[] {
     return this.#native.poll(max);
+  }
+  /**
+   * ibv_poll_cq without allocating: up to `words.length / WC_WORDS`
+   * completions written into `words` (layout: WcWord); returns how many.
+   * The hot path of a client that polls often: no object per completion.
+   */
+  pollInto(words: Uint32Array): number {
+    return this.#native.pollInto(words);
   }
   get cqe(): number {
     return this.#native.cqe;
@@ -796,6 +828,15 @@ export class QueuePair {
     return this.#native.postRecv(
       wrs.map((wr, i) => ({ ...wr, sgList: this.#pd.resolveSgList(wr.sgList, false, `qp.postRecv: wrs[${i}]`) })),
     );
+  }
+  /**
+   * ibv_post_recv without allocating: `count` receives of one SGE each in
+   * `mr`, RECV_WR_WORDS u32 words per WR in `words`: wr_id (32 bits), the
+   * offset in the region, the length. A WR outside the region is a RangeError
+   * and nothing of it is posted.
+   */
+  postRecvBatch(mr: MemoryRegion, words: Uint32Array, count = Math.floor(words.length / RECV_WR_WORDS)): number {
+    return this.#native.postRecvBatch(mr[nativeOf](), words, count);
   }
   /** ibv_attach_mcast: `group` is an IPv4 group ('239.1.2.3') or its MGID ('::ffff:239.1.2.3'). */
   attachMcast(group: string): void {

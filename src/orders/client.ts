@@ -25,7 +25,7 @@
 // (app_seqs the gateway could no longer resend), 'disconnect' (the QP failed;
 // call reconnect()).
 import { EventEmitter } from 'node:events';
-import type { Wc } from '../native/verbs.js';
+import { WC_STATUS_NAMES, WC_WORDS, WcWord } from '../native/verbs.js';
 import {
   CancelReason,
   decodeGatewayMessage,
@@ -84,7 +84,9 @@ export interface OrderClientStats {
   queued: number;
 }
 
+// A send's wr_id is SEND_BIT | its slot; a receive's is its slot.
 const SEND_BIT = 1n << 32n;
+const SEND_HIGH_WORD = 1;
 
 export class OrderClient extends EventEmitter {
   readonly #ep: RcEndpoint;
@@ -93,9 +95,10 @@ export class OrderClient extends EventEmitter {
   readonly #pending = new Map<bigint, Pending>();
   readonly #queue: bigint[] = [];
   readonly #freeSend: number[] = [];
-  readonly #repost: number[] = [];
   readonly #outbox: Array<{ slot: number; length: number }> = [];
   #inFlight = 0;
+  /** Requests (and Hellos) settled so far: a busy-poll runs until this moves. */
+  #settled = 0;
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
@@ -111,9 +114,15 @@ export class OrderClient extends EventEmitter {
     this.#window = options.window ?? 64;
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
     // Answers, fills and cancels: polled at the engine's wake-ups (a packet, a
-    // deadline) and after our posts; a busy-poll ends at the first message.
+    // deadline) and after our posts. A busy-poll ends when a request (or the
+    // Hello) is settled, not at the first message: a trade's Fill may come
+    // first, and its Ack would then wait for an event-loop wake-up.
     ep.watch(
-      () => !this.#connected || this.#poll() > 0,
+      () => {
+        const settled = this.#settled;
+        this.#poll();
+        return !this.#connected || this.#settled !== settled;
+      },
       () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots,
     );
   }
@@ -217,14 +226,12 @@ export class OrderClient extends EventEmitter {
     this.#freeSend.length = 0;
     for (let j = 0; j < sendSlots; j++) this.#freeSend.push(j);
     this.#outbox.length = 0;
-    this.#repost.length = 0;
     // Everything sent before is unanswered as far as we know: resent after the catch-up.
     this.#inFlight = 0;
     for (const p of this.#pending.values()) p.sent = false;
     await this.#ep.connect((qp) => {
-      const wrs = [];
-      for (let i = 0; i < recvSlots; i++) wrs.push({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] });
-      qp.postRecv(wrs);
+      for (let i = 0; i < recvSlots; i++) this.#ep.queueReceive(i);
+      this.#ep.postReceives(qp);
     });
     this.#connected = true;
     const welcome = await this.#hello();
@@ -272,7 +279,7 @@ export class OrderClient extends EventEmitter {
 
   // Completions of a QP we dropped: nothing to learn from them.
   #drainStale(): void {
-    while (this.#ep.cq.poll(256).length > 0);
+    while (this.#ep.pollCq() > 0);
   }
 
   #lost(reason: string): void {
@@ -352,32 +359,36 @@ export class OrderClient extends EventEmitter {
   // sends what the window now allows; returns the messages received.
   #poll(): number {
     if (this.#closed || !this.#connected) return 0;
-    const qpn = this.#ep.qp.qpNum;
-    let wcs: Wc[];
+    const ep = this.#ep;
+    const qpn = ep.qpn;
+    const w = ep.wcWords;
+    let n: number;
     try {
-      wcs = this.#ep.cq.poll(256);
+      n = ep.pollCq();
     } catch (err) {
       this.#lost(`poll failed: ${(err as Error).message}`);
       return 0;
     }
     let received = 0;
-    for (const wc of wcs) {
-      if (wc.qpNum !== qpn) continue;
-      if (wc.status !== 'IBV_WC_SUCCESS') {
-        this.#lost(`${wc.wrId & SEND_BIT ? 'send' : 'receive'} completed with ${wc.status}`);
+    for (let o = 0; o < n * WC_WORDS; o += WC_WORDS) {
+      if (w[o + WcWord.qpNum] !== qpn) continue;
+      const isSend = w[o + WcWord.wrIdHigh] === SEND_HIGH_WORD;
+      const status = w[o + WcWord.status]!;
+      if (status !== 0) {
+        this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`);
         return received;
       }
-      if (wc.wrId & SEND_BIT) {
-        this.#freeSend.push(Number(wc.wrId & 0xffffffffn));
+      const slot = w[o + WcWord.wrIdLow]!;
+      if (isSend) {
+        this.#freeSend.push(slot);
         continue;
       }
-      const slot = Number(wc.wrId);
-      const at = this.#ep.recvOffset(slot);
-      this.#repost.push(slot);
+      const at = ep.recvOffset(slot);
+      ep.queueReceive(slot);
       received++;
       let message: GatewayMessage;
       try {
-        message = decodeGatewayMessage(this.#ep.buffer.subarray(at, at + wc.byteLen));
+        message = decodeGatewayMessage(ep.buffer.subarray(at, at + w[o + WcWord.byteLen]!));
       } catch (err) {
         this.emit('error', new Error(`qpgate client: undecodable message from the gateway: ${(err as Error).message}`));
         continue;
@@ -385,15 +396,11 @@ export class OrderClient extends EventEmitter {
       this.#deliver(message);
       if (!this.#connected) return received;
     }
-    if (this.#repost.length > 0) {
-      const wrs = this.#repost.map((i) => ({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] }));
-      this.#repost.length = 0;
-      try {
-        this.#ep.qp.postRecv(wrs);
-      } catch (err) {
-        this.#lost(`postRecv failed: ${(err as Error).message}`);
-        return received;
-      }
+    try {
+      ep.postReceives();
+    } catch (err) {
+      this.#lost(`postRecv failed: ${(err as Error).message}`);
+      return received;
     }
     this.#pump();
     return received;
@@ -402,6 +409,7 @@ export class OrderClient extends EventEmitter {
   #deliver(m: GatewayMessage): void {
     this.#stats.received++;
     if (m.kind === 'welcome') {
+      this.#settled++;
       this.#welcome?.resolve(m);
       this.#welcome = undefined;
       return;
@@ -471,6 +479,7 @@ export class OrderClient extends EventEmitter {
     if (p === undefined) return;
     this.#pending.delete(m.clientOrderId);
     if (p.sent) this.#inFlight--;
+    this.#settled++;
     p.resolve(m);
   }
 }

@@ -27,6 +27,8 @@ import {
   type PathMtu,
   type ProtectionDomain,
   type QueuePair,
+  RECV_WR_WORDS,
+  WC_WORDS,
 } from '../native/verbs.js';
 
 export interface SessionRegion {
@@ -136,7 +138,13 @@ export class RcEndpoint {
   readonly mr: MemoryRegion;
   readonly options: EndpointOptions;
   readonly shape: EndpointShape;
+  /** Where poll() writes completions (cq.pollInto's layout): reused, so polling allocates nothing. */
+  readonly wcWords = new Uint32Array(256 * WC_WORDS);
+  /** Receive slots to post again (qp.postRecvBatch's layout), `#repostCount` of them. */
+  readonly #repostWords: Uint32Array;
+  #repostCount = 0;
   #qp: QueuePair | undefined;
+  #qpn = -1;
   #answer: SessionAnswer | undefined;
   readonly #ownEngine: boolean;
   readonly #ownDevice: boolean;
@@ -163,6 +171,7 @@ export class RcEndpoint {
     this.cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
     this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
     this.mr = this.pd.regMr(this.buffer, ['LOCAL_WRITE']);
+    this.#repostWords = new Uint32Array(Math.max(1, shape.recvSlots) * RECV_WR_WORDS);
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
@@ -197,6 +206,31 @@ export class RcEndpoint {
 
   get connectedQp(): QueuePair | undefined {
     return this.#qp;
+  }
+
+  /** The QP's number (-1 when not connected), kept here: no native call per completion. */
+  get qpn(): number {
+    return this.#qpn;
+  }
+
+  /** ibv_poll_cq into `wcWords`; returns how many completions it holds. */
+  pollCq(): number {
+    return this.cq.pollInto(this.wcWords);
+  }
+
+  /** Queues receive slot `i` to be posted again by postReceives(). */
+  queueReceive(i: number): void {
+    const o = this.#repostCount++ * RECV_WR_WORDS;
+    this.#repostWords[o] = i;
+    this.#repostWords[o + 1] = this.recvOffset(i);
+    this.#repostWords[o + 2] = this.shape.slotBytes;
+  }
+
+  /** Posts the queued receives in one call (on `qp`, default ours). */
+  postReceives(qp: QueuePair = this.qp): void {
+    const n = this.#repostCount;
+    this.#repostCount = 0;
+    if (n > 0) qp.postRecvBatch(this.mr, this.#repostWords, n);
   }
 
   /** The last handshake's answer. */
@@ -320,6 +354,7 @@ export class RcEndpoint {
    */
   async connect(beforeHandshake: (qp: QueuePair) => void = () => {}): Promise<SessionAnswer> {
     this.dropQp();
+    this.#repostCount = 0;
     const { shape } = this;
     const qp = this.pd.createQp({
       type: 'RC',
@@ -328,6 +363,7 @@ export class RcEndpoint {
       cap: { maxSendWr: shape.sendSlots + shape.maxRdAtomic + 4, maxRecvWr: Math.max(1, shape.recvSlots), maxSendSge: 1, maxRecvSge: 1 },
     });
     this.#qp = qp;
+    this.#qpn = qp.qpNum;
     qp.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
     beforeHandshake(qp);
     const psn = randomInt(0, 1 << 24);
@@ -434,6 +470,7 @@ export class RcEndpoint {
   dropQp(): void {
     const qp = this.#qp;
     this.#qp = undefined;
+    this.#qpn = -1;
     if (qp === undefined) return;
     try {
       qp.destroy();

@@ -357,6 +357,22 @@ Napi::Object wc_to_js(Napi::Env env, const verbs::Wc& wc) {
   return o;
 }
 
+void wc_to_words(const verbs::Wc& wc, std::uint32_t* out) {
+  out[0] = static_cast<std::uint32_t>(wc.wr_id);
+  out[1] = static_cast<std::uint32_t>(wc.wr_id >> 32);
+  out[2] = static_cast<std::uint32_t>(wc.status);
+  out[3] = static_cast<std::uint32_t>(wc.opcode);
+  out[4] = wc.byte_len;
+  out[5] = wc.qp_num;
+}
+
+Napi::Uint32Array to_u32_array(Napi::Env env, Napi::Value v, const std::string& where) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
+    type_error(env, where, "a Uint32Array", v);
+  }
+  return v.As<Napi::Uint32Array>();
+}
+
 Napi::Array access_to_js(Napi::Env env, verbs::AccessFlags a) {
   Napi::Array out = Napi::Array::New(env);
   std::uint32_t n = 0;

@@ -56,6 +56,13 @@ RecvBatch to_recv_wrs(Napi::Env env, Napi::Value v, const std::string& where);
 // Results.
 Napi::Value u64_to_js(Napi::Env env, std::uint64_t v);  // BigInt
 Napi::Object wc_to_js(Napi::Env env, const verbs::Wc& wc);
+// cq.pollInto's layout, kWcWords u32 per completion (src/native/verbs.ts
+// WcWord names them): wr_id low and high halves, status (ibv_wc_status),
+// opcode (ibv_wc_opcode), byte_len, qp_num.
+inline constexpr std::size_t kWcWords = 6;
+void wc_to_words(const verbs::Wc& wc, std::uint32_t* out);
+// A Uint32Array argument, or a TypeError naming `where`.
+Napi::Uint32Array to_u32_array(Napi::Env env, Napi::Value v, const std::string& where);
 Napi::Object qp_attr_to_js(Napi::Env env, const verbs::QpAttr& a, const verbs::QpInitAttr& init);
 Napi::Object ah_attr_to_js(Napi::Env env, const verbs::AhAttr& a);
 Napi::Object device_attr_to_js(Napi::Env env, const verbs::DeviceAttr& a);

@@ -105,7 +105,8 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "CompletionQueue",
-                       {InstanceMethod<&CqWrap::Poll>("poll"), InstanceAccessor<&CqWrap::Cqe>("cqe"),
+                       {InstanceMethod<&CqWrap::Poll>("poll"), InstanceMethod<&CqWrap::PollInto>("pollInto"),
+                        InstanceAccessor<&CqWrap::Cqe>("cqe"),
                         InstanceAccessor<&CqWrap::Handle>("handle"), InstanceMethod<&CqWrap::Destroy>("destroy")});
   }
   using VerbsWrap::VerbsWrap;
@@ -124,6 +125,20 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
     for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<std::uint32_t>(i), wc_to_js(env, wcs[i]));
     return out;
   }
+  // The allocation-free poll of the JS clients' hot path: completions as
+  // kWcWords u32 words each into a Uint32Array the caller keeps (layout in
+  // verbs_convert.h); returns how many.
+  Napi::Value PollInto(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Uint32Array words = to_u32_array(env, info[0], "cq.pollInto: words");
+    verbs::CompletionQueue& cq = obj(env, "completion queue");
+    scratch_.resize(std::min<std::size_t>(words.ElementLength() / kWcWords, 4096));
+    verbs::Result<std::size_t> r = verbs::Error{};
+    run([&] { r = cq.poll(scratch_); });
+    const std::size_t n = unwrap_result(env, r);
+    for (std::size_t i = 0; i < n; ++i) wc_to_words(scratch_[i], words.Data() + i * kWcWords);
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
   Napi::Value Cqe(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").cqe()); }
   Napi::Value Handle(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").handle());
@@ -132,6 +147,8 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
     release();
     return info.Env().Undefined();
   }
+
+  std::vector<verbs::Wc> scratch_;  // pollInto's, reused
 };
 
 verbs::CompletionQueue* cq_of(Napi::Env env, Napi::FunctionReference& ctor, Napi::Value v, const std::string& where) {
@@ -202,7 +219,8 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
                        {InstanceAccessor<&QpWrap::QpNum>("qpNum"), InstanceAccessor<&QpWrap::Type>("type"),
                         InstanceAccessor<&QpWrap::State>("state"), InstanceMethod<&QpWrap::Modify>("modify"),
                         InstanceMethod<&QpWrap::Query>("query"), InstanceMethod<&QpWrap::PostSend>("postSend"),
-                        InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
+                        InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::PostRecvBatch>("postRecvBatch"),
+                        InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
                         InstanceMethod<&QpWrap::DetachMcast>("detachMcast"), InstanceMethod<&QpWrap::Counters>("counters"),
                         InstanceMethod<&QpWrap::Destroy>("destroy")});
   }
@@ -286,6 +304,35 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
     return Napi::Number::New(env, static_cast<double>(r->posted()));
   }
+  // The allocation-free repost of the JS clients' hot path: `count`
+  // receives of one SGE each in `mr`, three u32 words per WR in `words`
+  // (wr_id, offset in the MR, length).
+  Napi::Value PostRecvBatch(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    const bool is_mr = info[0].IsObject() && info[0].As<Napi::Object>().InstanceOf(classes_->mr.Value());
+    MrWrap* mr = is_mr ? MrWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
+    if (mr == nullptr || mr->get() == nullptr) throw Napi::TypeError::New(env, "qp.postRecvBatch: mr must be a live MemoryRegion");
+    Napi::Uint32Array words = to_u32_array(env, info[1], "qp.postRecvBatch: words");
+    const std::uint32_t count = to_u32(env, info[2], "qp.postRecvBatch: count", static_cast<std::uint32_t>(words.ElementLength() / 3));
+    const verbs::MemoryRegion& m = *mr->get();
+    sges_.resize(count);
+    wrs_.resize(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::uint32_t* w = words.Data() + 3 * i;
+      if (std::uint64_t{w[1]} + w[2] > m.length()) {
+        throw Napi::RangeError::New(env, "qp.postRecvBatch: wr " + std::to_string(i) + " (offset " + std::to_string(w[1]) +
+                                             ", length " + std::to_string(w[2]) + ") lies outside the " +
+                                             std::to_string(m.length()) + "-byte region");
+      }
+      sges_[i] = verbs::Sge{m.addr() + w[1], w[2], m.lkey()};
+      wrs_[i] = verbs::RecvWr{w[0], nullptr, std::span<const verbs::Sge>(&sges_[i], 1)};
+    }
+    std::optional<verbs::PostRecvResult> r;
+    run([&] { r.emplace(qp.post_recv(std::span<const verbs::RecvWr>(wrs_))); });
+    if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
+    return Napi::Number::New(env, static_cast<double>(r->posted()));
+  }
   Napi::Value Mcast(const Napi::CallbackInfo& info, bool attach) {
     Napi::Env env = info.Env();
     verbs::QueuePair& qp = obj(env, "QP");
@@ -309,6 +356,8 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
   }
 
   std::map<const verbs::AddressHandle*, std::shared_ptr<verbs::AddressHandle>> ahs_;  // engine thread only
+  std::vector<verbs::Sge> sges_;     // postRecvBatch's, reused
+  std::vector<verbs::RecvWr> wrs_;
 };
 
 // ---------------------------------------------------------------- PD
