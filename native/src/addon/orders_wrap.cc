@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
+#include "js_number.h"
 #include "orders/order_agent.h"
 #include "orders_wrap_config.h"
 #include "verbs_convert.h"
@@ -16,8 +17,6 @@ namespace qpgate::addon {
 namespace {
 
 using EnginePtr = std::shared_ptr<engine::Engine>;
-
-Napi::Number num(Napi::Env env, std::uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
 
 // Remote rights only ("REMOTE_ATOMIC", "REMOTE_READ"): LOCAL_WRITE is the
 // gateway's own business (ibv_reg_mr wants it with REMOTE_ATOMIC).

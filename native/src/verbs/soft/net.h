@@ -217,6 +217,7 @@ class UdpNet final : public PacketIo, public MulticastMembership {
   bool has_room();
   int flush_socket(int fd, std::size_t first, std::size_t count);
   int receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn);
+  void deliver_batch(std::size_t n, const wire::IpAddress* group, const RxHandler& fn);
   int receive_ready(const RxHandler& fn);
   int receive_packets(const RxHandler& fn);
   Result<int> open_group_socket(const wire::IpAddress& group);

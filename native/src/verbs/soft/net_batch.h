@@ -39,7 +39,25 @@ struct UdpNet::Batch {
         msgs(rx_batch),
         tx_msgs(tx_queue),
         tx_iov(tx_queue),
-        tx_control(static_cast<std::size_t>(tx_queue) * kTxCmsgSpace) {}
+        tx_control(static_cast<std::size_t>(tx_queue) * kTxCmsgSpace) {
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      iov[i] = iovec{data.data() + i * kMaxRocePacket, kMaxRocePacket};
+      msgs[i].msg_hdr.msg_name = &from[i];
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_control = control.data() + i * kRxCmsgSpace;
+    }
+    rearm(msgs.size());
+  }
+  // recvmmsg shortens the name and control lengths of the entries it filled:
+  // give the first n back their full room (the rest were not touched), so a
+  // receive that finds nothing costs no header set-up.
+  void rearm(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+      msgs[i].msg_hdr.msg_controllen = kRxCmsgSpace;
+    }
+  }
   // recvmmsg
   std::vector<std::uint8_t> data;
   std::vector<std::uint8_t> control;

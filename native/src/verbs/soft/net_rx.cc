@@ -34,25 +34,22 @@ void read_ip_cmsgs(msghdr& h, RxMeta& meta) {
 int UdpNet::receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn) {
   Batch& b = *batch_;
   const std::uint32_t n_max = config_.rx_batch;
-  for (std::uint32_t i = 0; i < n_max; ++i) {
-    b.iov[i] = iovec{b.data.data() + static_cast<std::size_t>(i) * kMaxRocePacket, kMaxRocePacket};
-    mmsghdr& m = b.msgs[i];
-    m = mmsghdr{};
-    m.msg_hdr.msg_name = &b.from[i];
-    m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
-    m.msg_hdr.msg_iov = &b.iov[i];
-    m.msg_hdr.msg_iovlen = 1;
-    m.msg_hdr.msg_control = b.control.data() + static_cast<std::size_t>(i) * kRxCmsgSpace;
-    m.msg_hdr.msg_controllen = kRxCmsgSpace;
-  }
   const int n = recvmmsg(fd, b.msgs.data(), n_max, MSG_DONTWAIT, nullptr);
   if (n <= 0) {
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) counters_.rx_errors.inc();
     return 0;
   }
   counters_.rx_syscalls.inc();
+  deliver_batch(static_cast<std::size_t>(n), group, fn);
+  b.rearm(static_cast<std::size_t>(n));
+  return n;
+}
+
+// The first n entries of the receive batch, as recvmmsg left them.
+void UdpNet::deliver_batch(std::size_t n, const wire::IpAddress* group, const RxHandler& fn) {
+  Batch& b = *batch_;
   const auto now = static_cast<std::int64_t>(monotonic_ns());  // one receive time per batch
-  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     mmsghdr& m = b.msgs[i];
     counters_.rx_packets.inc();
     counters_.rx_bytes.add(m.msg_len);
@@ -74,7 +71,6 @@ int UdpNet::receive_from(int fd, const wire::IpAddress* group, const RxHandler& 
     read_ip_cmsgs(m.msg_hdr, meta);
     fn(std::span<std::uint8_t>(static_cast<std::uint8_t*>(b.iov[i].iov_base), m.msg_len), meta);
   }
-  return n;
 }
 
 // Plain mode with groups: one epoll_wait says which of the unicast and group
