@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/spsc_ring.h"
 #include "feed/feed_records.h"
 #include "feed/frame.h"
@@ -36,7 +36,7 @@
 #include "verbs/soft/soft_device.h"
 
 using namespace qpgate;
-using engine::monotonic_ns;
+using qpgate::monotonic_ns;
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench_verbs.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "gateway/engine_agents.h"
 #include "orders/order_service.h"
@@ -92,7 +92,7 @@ class EngineGateway {
       r.throttle = orders::ThrottleConfig{0, 1};
       r.remote = verbs::RcPeer{clients[i].gid, clients[i].qpn, clients[i].psn, clients[i].mtu};
       verbs::Result<orders::SessionAnswer> a = verbs::Error{};
-      engine_->run_on_engine([&] { a = service().open_session(r, engine::monotonic_ns()); });
+      engine_->run_on_engine([&] { a = service().open_session(r, qpgate::monotonic_ns()); });
       const orders::SessionAnswer s = take(std::move(a), "open_session");
       answers.push_back(PeerWire{s.qpn, s.psn, s.gid, s.mtu});
     }

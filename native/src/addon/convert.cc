@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include "engine/node_buffer.h"
+#include "js_number.h"
 #include "engine/spsc_ring.h"
 #include "gateway/engine_agents.h"
 
@@ -9,13 +10,6 @@
 #endif
 
 namespace qpgate::addon {
-namespace {
-
-Napi::Number num(Napi::Env env, std::uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
-Napi::Number num(Napi::Env env, std::int64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
-Napi::Number num(Napi::Env env, int v) { return Napi::Number::New(env, v); }
-
-}  // namespace
 
 Napi::Object placement_to_js(Napi::Env env, const engine::PlacementReport& r) {
   using engine::format_cpu_list;

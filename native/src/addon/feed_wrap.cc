@@ -11,6 +11,7 @@
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
 #include "feed/feed_records.h"
+#include "js_number.h"
 #include "verbs/gid.h"
 #include "verbs/soft/soft_device.h"
 #include "verbs/soft/soft_qp.h"
@@ -32,8 +33,6 @@ std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where) {
 }
 
 bool has(const Napi::Object& o, const char* key) { return o.Has(key) && !o.Get(key).IsUndefined(); }
-
-Napi::Number num(Napi::Env env, std::uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
 
 Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) {
   constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;

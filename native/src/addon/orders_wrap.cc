@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
+#include "js_number.h"
 #include "orders/order_agent.h"
 #include "orders_wrap_config.h"
 #include "verbs_convert.h"
@@ -16,8 +17,6 @@ namespace qpgate::addon {
 namespace {
 
 using EnginePtr = std::shared_ptr<engine::Engine>;
-
-Napi::Number num(Napi::Env env, std::uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); }
 
 // Remote rights only ("REMOTE_ATOMIC", "REMOTE_READ"): LOCAL_WRITE is the
 // gateway's own business (ibv_reg_mr wants it with REMOTE_ATOMIC).
@@ -114,7 +113,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     Napi::Env env = info.Env();
     const orders::SessionRequest req = to_session_request(env, info[0]);
     verbs::Result<orders::SessionAnswer> r = verbs::Error{};
-    with_service(env, "service.openSession", [&](orders::OrderService& s) { r = s.open_session(req, engine::monotonic_ns()); });
+    with_service(env, "service.openSession", [&](orders::OrderService& s) { r = s.open_session(req, qpgate::monotonic_ns()); });
     if (!r.ok()) throw verbs_error(env, r.error());
     Napi::Object o = Napi::Object::New(env);
     o.Set("qpn", num(env, r->qpn));
@@ -141,7 +140,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     Napi::Env env = info.Env();
     const std::uint32_t session = to_u32(env, info[0], "service.closeSession: session");
     bool closed = false;
-    with_service(env, "service.closeSession", [&](orders::OrderService& s) { closed = s.close_session(session, engine::monotonic_ns()); });
+    with_service(env, "service.closeSession", [&](orders::OrderService& s) { closed = s.close_session(session, qpgate::monotonic_ns()); });
     return Napi::Boolean::New(env, closed);
   }
 
@@ -311,7 +310,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     e.element = verbs::event_element_of(e.event_type);
     e.element_id = to_u32(env, o.Get("elementId"), where + ".elementId");
     bool lost = false;
-    with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, engine::monotonic_ns()); });
+    with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, qpgate::monotonic_ns()); });
     return Napi::Boolean::New(env, lost);
   }
 

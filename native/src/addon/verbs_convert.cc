@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "js_number.h"
 #include "verbs/soft/net.h"
 #include "verbs/types.h"
 
@@ -70,8 +71,6 @@ verbs::Mtu to_mtu(Napi::Env env, Napi::Value v, const std::string& where) {
 }
 
 std::uint32_t mtu_bytes(verbs::Mtu m) { return verbs::mtu_to_bytes(m); }
-
-Napi::Number num(Napi::Env env, double v) { return Napi::Number::New(env, v); }
 
 const std::vector<verbs::Sge> to_sges(Napi::Env env, Napi::Value v, const std::string& where, bool allow_inline_buffers) {
   std::vector<verbs::Sge> out;

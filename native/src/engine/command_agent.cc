@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "clock.h"
+#include "common/clock.h"
 
 namespace qpgate::engine {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "clock.h"
+#include "common/clock.h"
 #include "command_agent.h"
 
 namespace qpgate::engine {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "clock.h"
+#include "common/clock.h"
 
 namespace qpgate::engine {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "feed/feed_records.h"
 #include "feed/le.h"
 
@@ -82,7 +82,7 @@ verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, con
                                                       PublisherReservation memory) {
   PublisherConfig c = config;
   if (c.previous_session == 0) c.previous_session = last_session_;
-  auto p = Publisher::create(device, c, std::move(memory), engine::monotonic_ns());
+  auto p = Publisher::create(device, c, std::move(memory), qpgate::monotonic_ns());
   if (!p.ok()) return p.error();
   last_session_ = p.value()->session();
   const std::uint32_t id = next_id_++;
@@ -98,7 +98,7 @@ bool FeedAgent::remove_publisher(std::uint32_t id) {
 bool FeedAgent::remove_publisher(std::uint32_t id, PublisherReservation& released) {
   auto it = std::find_if(publishers_.begin(), publishers_.end(), [&](const auto& e) { return e.first == id; });
   if (it == publishers_.end()) return false;
-  const std::uint64_t now = engine::monotonic_ns();
+  const std::uint64_t now = qpgate::monotonic_ns();
   it->second->close(now);
   released = it->second->release_channel_memory();
   if (context_ != nullptr) closing_.push_back(Closing{std::move(it->second), now + kCloseTimeoutNs});
@@ -125,7 +125,7 @@ verbs::Result<verbs::RcPeer> FeedAgent::open_recovery_session(verbs::Device& dev
   if (publisher(config.publisher) == nullptr) {
     return verbs::Error{ENOENT, "recovery session: no publisher " + std::to_string(config.publisher)};
   }
-  return recovery_.open(device, config, engine::monotonic_ns());
+  return recovery_.open(device, config, qpgate::monotonic_ns());
 }
 
 Publisher* FeedAgent::publisher(std::uint32_t id) const {

@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/node_buffer.h"
 #include "verbs/source_gid.h"
 
@@ -330,7 +330,7 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
   // The clock is read only when a frame fills here (most records end in the
   // open frame, which do_work sends with the duty cycle's time).
   std::uint64_t now = 0;
-  const auto clock = [&now] { return now != 0 ? now : (now = engine::monotonic_ns()); };
+  const auto clock = [&now] { return now != 0 ? now : (now = qpgate::monotonic_ns()); };
   off = 0;
   for (std::uint32_t i = 0; i < count; ++i) {
     const MessageHeaderView h(messages.data() + off);
@@ -362,7 +362,7 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
 void Publisher::send_data_frame(Channel& c, std::uint64_t now_ns) {
   if (c.packer.empty()) return;
   const std::uint64_t first = c.seq.claim(c.packer.message_count());
-  const auto frame = c.packer.finish(first, engine::realtime_ns());
+  const auto frame = c.packer.finish(first, qpgate::realtime_ns());
   send_frame(c, frame, now_ns);
   c.ring->append(frame);
   c.snapshot->apply_frame(ParsedFrame(frame));
@@ -383,7 +383,7 @@ void Publisher::send_data_frame(Channel& c, std::uint64_t now_ns) {
 
 void Publisher::send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns) {
   std::array<std::uint8_t, kFrameHeaderBytes> buf{};
-  const auto frame = encode_control_frame(buf, flag, c.config.id, session_, c.seq.next(), engine::realtime_ns());
+  const auto frame = encode_control_frame(buf, flag, c.config.id, session_, c.seq.next(), qpgate::realtime_ns());
   send_frame(c, frame, now_ns);
   if (flag == flags::kHeartbeat) c.counters.heartbeats.add();
 }
@@ -441,7 +441,7 @@ void Publisher::post() {
     wr_count_ = 0;
   }
   if (stamp_count_ > 0) {
-    const std::uint64_t now = engine::monotonic_ns();
+    const std::uint64_t now = qpgate::monotonic_ns();
     for (std::size_t i = 0; i < stamp_count_; ++i) {
       stats_->publish_latency.record(now > stamps_[i] ? now - stamps_[i] : 0);
     }

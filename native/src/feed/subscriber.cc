@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/record_types.h"
 #include "feed/feed_records.h"
 #include "feed/subscriber_channel.h"
@@ -147,7 +147,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
   for (int round = 0; round < 4; ++round) {
     auto n = ep_->cq->poll(wcs);
     if (!n.ok() || *n == 0) break;
-    const std::uint64_t received_at = engine::realtime_ns();
+    const std::uint64_t received_at = qpgate::realtime_ns();
     for (std::size_t i = 0; i < *n; ++i) {
       const verbs::Wc& wc = wcs[i];
       if (wc.opcode != verbs::WcOpcode::RECV && wc.status == verbs::WcStatus::IBV_WC_SUCCESS) continue;
@@ -209,7 +209,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
   // Holes waiting for the other line: declare them lost once they waited long enough.
   deadline_ns_ = 0;
   for (auto& c : channels_) {
-    c->receive_time_ns = engine::realtime_ns();
+    c->receive_time_ns = qpgate::realtime_ns();
     c->arbiter.poll(now_ns, *c);
     // A hole may be open (held frames, or a heartbeat ahead of us): come
     // back when it is due even if nothing else arrives.
@@ -224,7 +224,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       const std::uint32_t ch = r.kind == recovery::ReplyKind::kSnapshot ? r.snapshot.channel : r.retransmit.channel;
       for (auto& c : channels_) {
         if (c->config.id == ch && r.kind != recovery::ReplyKind::kError) {
-          c->receive_time_ns = engine::realtime_ns();
+          c->receive_time_ns = qpgate::realtime_ns();
           c->on_reply(r);
           return;
         }

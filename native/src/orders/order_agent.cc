@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "orders/order_events.h"
 
 namespace qpgate::orders {
@@ -21,7 +21,7 @@ void OrderAgent::on_start(engine::AgentContext& context) { context_ = &context; 
 
 void OrderAgent::on_close() {
   // The engine stops: journals are flushed and sessions closed now.
-  const std::uint64_t now = engine::monotonic_ns();
+  const std::uint64_t now = qpgate::monotonic_ns();
   for (auto& [id, s] : services_) s->close(now);
   services_.clear();
   context_ = nullptr;
@@ -58,7 +58,7 @@ verbs::Result<std::uint32_t> OrderAgent::add_service(verbs::Device& device, Serv
 bool OrderAgent::remove_service(std::uint32_t id) {
   auto it = std::find_if(services_.begin(), services_.end(), [&](const auto& e) { return e.first == id; });
   if (it == services_.end()) return false;
-  it->second->close(engine::monotonic_ns());
+  it->second->close(qpgate::monotonic_ns());
   services_.erase(it);
   return true;
 }
@@ -75,7 +75,7 @@ bool OrderAgent::deliver_order_events(std::uint32_t id, bool on) {
     const std::size_t bytes = order_event_record::kHeaderBytes + events.size() * order_event_record::kEventBytes;
     std::byte* at = ring->claim(order_event_record::kOrderEvents, static_cast<std::int32_t>(bytes));
     if (at == nullptr) return false;  // the ring is full: JS is behind; try again next cycle
-    encode_order_events(id, events, engine::monotonic_ns(), reinterpret_cast<std::uint8_t*>(at));
+    encode_order_events(id, events, qpgate::monotonic_ns(), reinterpret_cast<std::uint8_t*>(at));
     return true;
   });
   return true;

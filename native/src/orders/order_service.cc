@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "verbs/source_gid.h"
 
 namespace qpgate::orders {
@@ -69,7 +69,7 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
   return s;
 }
 
-OrderService::~OrderService() { close(engine::monotonic_ns()); }
+OrderService::~OrderService() { close(qpgate::monotonic_ns()); }
 
 ResendStore* OrderService::find_store(std::uint32_t session) const noexcept {
   const auto it = stores_.find(session);
@@ -292,7 +292,7 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
     for (const OrderEvent& e : out_.order_events()) events_.push(e, durable);
   }
   if (config_.feed_publisher_id != 0 && (!out_.trades().empty() || !out_.level_changes().empty())) {
-    market_data_.absorb(out_, durable, now_ns, engine::realtime_ns(), *handler_);
+    market_data_.absorb(out_, durable, now_ns, qpgate::realtime_ns(), *handler_);
   }
 }
 
@@ -306,7 +306,7 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
   }
   const std::size_t n = *polled;
   if (n == 0) return 0;
-  const std::uint64_t seen = engine::monotonic_ns();
+  const std::uint64_t seen = qpgate::monotonic_ns();
   for (std::size_t i = 0; i < n; ++i) {
     const verbs::Wc& wc = wcs[i];
     if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
@@ -334,7 +334,7 @@ int OrderService::post_ready() {
     if (s.disconnected) continue;
     OutQueue& q = s.out();
     if (q.empty() || q.front().durable > durable || s.channel().free_send_slots() == 0) continue;
-    const std::uint64_t now = engine::monotonic_ns();
+    const std::uint64_t now = qpgate::monotonic_ns();
     while (!q.empty() && s.channel().free_send_slots() > 0 && q.front().durable <= durable) {
       const PendingMessage& m = q.front();
       s.stage_send(m.view());

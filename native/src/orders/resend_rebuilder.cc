@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <new>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 
 namespace qpgate::orders {
 
@@ -99,7 +99,7 @@ void ResendRebuilder::run() {
 }
 
 RebuildResult ResendRebuilder::rebuild(const RebuildJob& job) {
-  const std::uint64_t started = engine::monotonic_ns();
+  const std::uint64_t started = qpgate::monotonic_ns();
   RebuildResult r{job, false, false, {}, nullptr, 0};
   try {
     r.store = std::make_unique<ResendStore>(resend_capacity_);
@@ -122,7 +122,7 @@ RebuildResult ResendRebuilder::rebuild(const RebuildJob& job) {
         return false;
       },
       r.error);
-  r.took_ns = engine::monotonic_ns() - started;
+  r.took_ns = qpgate::monotonic_ns() - started;
   return r;
 }
 

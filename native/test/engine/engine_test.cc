@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/cpu_list.h"
 #include "engine/engine.h"
 #include "engine/record_types.h"

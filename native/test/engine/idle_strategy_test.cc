@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/cpu_list.h"
 #include "engine/idle_strategy.h"
 #include "engine/parker.h"

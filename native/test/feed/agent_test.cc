@@ -45,7 +45,7 @@ void write_publish(engine::SpscProducer& p, std::uint32_t publisher, std::uint16
   store_le<std::uint32_t>(b, publisher);
   store_le<std::uint16_t>(b + 4, channel);
   store_le<std::uint16_t>(b + 6, count);
-  store_le<std::uint64_t>(b + 8, engine::monotonic_ns());
+  store_le<std::uint64_t>(b + 8, qpgate::monotonic_ns());
   if (!msgs.empty()) std::memcpy(b + records::kPublishHeaderBytes, msgs.data(), msgs.size());
 }
 

@@ -24,7 +24,7 @@ struct Rig {
   bool ok() const { return pub_dev && sub_dev; }
 
   void make_publisher(const PublisherConfig& c) {
-    auto p = Publisher::create(*pub_dev, c, engine::monotonic_ns());
+    auto p = Publisher::create(*pub_dev, c, qpgate::monotonic_ns());
     ASSERT_TRUE(p.ok()) << p.error().message;
     pub = std::move(p).value();
   }
@@ -47,12 +47,12 @@ struct Rig {
     return subs.size() - 1;
   }
   void step() {
-    const std::uint64_t now = engine::monotonic_ns();
+    const std::uint64_t now = qpgate::monotonic_ns();
     if (pub) pub->do_work(now);
     pub_dev->do_work(static_cast<std::int64_t>(now));
     sub_dev->do_work(static_cast<std::int64_t>(now));
     for (std::size_t i = 0; i < subs.size(); ++i) {
-      subs[i]->do_work(engine::monotonic_ns(), rings[i]->producer);
+      subs[i]->do_work(qpgate::monotonic_ns(), rings[i]->producer);
       rings[i]->producer.publish();
       got[i].read(rings[i]->consumer);
     }
@@ -101,7 +101,7 @@ TEST(FeedLive, PublisherPacksFramesSequencesThemAndSendsEachOnBothLines) {
   // 3 records x 5 messages of 112 bytes = 1680 bytes: two 1024-byte frames.
   for (int r = 0; r < 3; ++r) {
     const auto m = messages(5, 100, static_cast<std::uint8_t>(r * 16));
-    ASSERT_EQ(rig.pub->publish(3, m, 5, engine::monotonic_ns()), PublishStatus::kOk);
+    ASSERT_EQ(rig.pub->publish(3, m, 5, qpgate::monotonic_ns()), PublishStatus::kOk);
   }
   rig.run_until([&] { return rig.got[both].messages >= 15; });
   rig.settle(10);
@@ -145,7 +145,7 @@ TEST(FeedLive, AnIdleChannelSendsHeartbeatsAndAHeartbeatRevealsALostTail) {
   EXPECT_GE(rig.subs[a]->stats()->channels[0].heartbeats.get(), 3u);
   // Lose the only line for 4 messages, then only heartbeats follow.
   rig.pub->set_line_mask(0);
-  ASSERT_EQ(rig.pub->publish(4, messages(4, 20, 1), 4, engine::monotonic_ns()), PublishStatus::kOk);
+  ASSERT_EQ(rig.pub->publish(4, messages(4, 20, 1), 4, qpgate::monotonic_ns()), PublishStatus::kOk);
   rig.step();
   rig.pub->set_line_mask(1);
   rig.run_until([&] { return !rig.got[a].gaps.empty(); }, 2000);
@@ -162,7 +162,7 @@ TEST(FeedLive, HeartbeatsFollowTheIntervalFromTheStartEvenWithAnEarlierNow) {
   Rig rig("127.77.7.1", "127.77.7.2");
   ASSERT_TRUE(rig.ok());
   const std::uint64_t interval = 1'000'000'000;
-  const std::uint64_t start = engine::monotonic_ns();
+  const std::uint64_t start = qpgate::monotonic_ns();
   auto p = Publisher::create(*rig.pub_dev, one_channel(8, "239.77.7.1", nullptr, interval), start);
   ASSERT_TRUE(p.ok()) << p.error().message;
   Publisher& pub = **p;
@@ -188,7 +188,7 @@ TEST(FeedLive, LineBFillsWhatLineALostAndAnAOnlySubscriberReportsTheGap) {
   rig.settle(5);
   std::uint64_t published = 0;
   auto publish = [&](std::uint16_t n) {
-    ASSERT_EQ(rig.pub->publish(5, messages(n, 30, static_cast<std::uint8_t>(published)), n, engine::monotonic_ns()), PublishStatus::kOk);
+    ASSERT_EQ(rig.pub->publish(5, messages(n, 30, static_cast<std::uint8_t>(published)), n, qpgate::monotonic_ns()), PublishStatus::kOk);
     published += n;
     rig.step();
   };
@@ -216,16 +216,16 @@ TEST(FeedLive, APublisherRestartIsASessionChange) {
   rig.make_publisher(one_channel(6, "239.77.4.1", nullptr));
   const auto a = rig.add_subscriber(6, ip4("239.77.4.1"), 0);
   rig.settle(5);
-  ASSERT_EQ(rig.pub->publish(6, messages(3, 10, 0), 3, engine::monotonic_ns()), PublishStatus::kOk);
+  ASSERT_EQ(rig.pub->publish(6, messages(3, 10, 0), 3, qpgate::monotonic_ns()), PublishStatus::kOk);
   rig.run_until([&] { return rig.got[a].messages >= 3; });
   const std::uint32_t first = rig.pub->session();
-  rig.pub->close(engine::monotonic_ns());
+  rig.pub->close(qpgate::monotonic_ns());
   rig.run_until([&] { return rig.pub->drained(); });
   PublisherConfig c = one_channel(6, "239.77.4.1", nullptr);
   c.previous_session = first;
   rig.make_publisher(c);
   ASSERT_NE(rig.pub->session(), first);
-  ASSERT_EQ(rig.pub->publish(6, messages(2, 10, 0), 2, engine::monotonic_ns()), PublishStatus::kOk);
+  ASSERT_EQ(rig.pub->publish(6, messages(2, 10, 0), 2, qpgate::monotonic_ns()), PublishStatus::kOk);
   rig.run_until([&] { return rig.got[a].messages >= 5; });
   ASSERT_EQ(rig.got[a].sessions.size(), 2u);
   EXPECT_EQ(rig.got[a].sessions[1].old_session, first);
@@ -263,7 +263,7 @@ TEST(FeedLive, GarbageOnTheGroupIsCountedAndTheFeedCarriesOn) {
     wr.ud.remote_qkey = kFeedQkey;
     ASSERT_TRUE((*ep)->qp->post_send(wr).ok());
     for (int i = 0; i < 5; ++i) {
-      junk_dev->do_work(engine::monotonic_ns());
+      junk_dev->do_work(qpgate::monotonic_ns());
       rig.step();
     }
   };
@@ -282,7 +282,7 @@ TEST(FeedLive, GarbageOnTheGroupIsCountedAndTheFeedCarriesOn) {
   std::memcpy(bad.data() + 32, real.data(), real.size());
   send_junk(bad);                                       // count mismatch
   rig.settle(10);
-  ASSERT_EQ(rig.pub->publish(7, messages(4, 10, 0), 4, engine::monotonic_ns()), PublishStatus::kOk);
+  ASSERT_EQ(rig.pub->publish(7, messages(4, 10, 0), 4, qpgate::monotonic_ns()), PublishStatus::kOk);
   rig.run_until([&] { return rig.got[a].messages >= 4; });
   EXPECT_EQ(rig.got[a].sequences(), iota_from(1, 4));
   const FrameCounters& fc = rig.subs[a]->stats()->channels[0].frame_counters;

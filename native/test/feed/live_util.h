@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/record_types.h"
 #include "engine/spsc_ring.h"
 #include "feed/feed_records.h"

@@ -43,7 +43,7 @@ struct Rig {
     c.channels.push_back(ch);
     c.send_slots = 256;
     c.previous_session = previous;
-    auto p = Publisher::create(*gw_dev, c, engine::monotonic_ns());
+    auto p = Publisher::create(*gw_dev, c, qpgate::monotonic_ns());
     ASSERT_TRUE(p.ok()) << p.error().message;
     pub = std::move(p).value();
   }
@@ -70,18 +70,18 @@ struct Rig {
     ASSERT_TRUE(s.ok()) << s.error().message;
     sub = std::move(s).value();
     if (!recovery) return;
-    auto gw = service.open(*gw_dev, session_config(sub->recovery()->local()), engine::monotonic_ns());
+    auto gw = service.open(*gw_dev, session_config(sub->recovery()->local()), qpgate::monotonic_ns());
     ASSERT_TRUE(gw.ok()) << gw.error().message;
     ASSERT_TRUE(sub->connect_recovery(*gw).ok());
   }
   void step() {
-    const std::uint64_t now = engine::monotonic_ns();
+    const std::uint64_t now = qpgate::monotonic_ns();
     if (pub) pub->do_work(now);
     service.do_work(now);
     gw_dev->do_work(static_cast<std::int64_t>(now));
     sub_dev->do_work(static_cast<std::int64_t>(now));
     if (sub) {
-      sub->do_work(engine::monotonic_ns(), ring.producer);
+      sub->do_work(qpgate::monotonic_ns(), ring.producer);
       ring.producer.publish();
       got.read(ring.consumer);
     }
@@ -95,7 +95,7 @@ struct Rig {
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<std::uint8_t> m;
       add_message(m, MessageType::kQuote, static_cast<std::uint32_t>(i % 64 + 1), 40, static_cast<std::uint8_t>(i));
-      while (pub->publish(kChannel, m, 1, engine::monotonic_ns()) == PublishStatus::kRetry) step();
+      while (pub->publish(kChannel, m, 1, qpgate::monotonic_ns()) == PublishStatus::kRetry) step();
       if (i % 8 == 7) step();
     }
   }
@@ -301,7 +301,7 @@ TEST(FeedRecovery, ASessionWhoseReportsStopIsEndedSoItsNameCanReconnect) {
   rig.sub = std::move(sub).value();
   auto sc = rig.session_config(rig.sub->recovery()->local());
   sc.limits.silence_timeout_ns = 100'000'000;
-  auto gw = rig.service.open(*rig.gw_dev, sc, engine::monotonic_ns());
+  auto gw = rig.service.open(*rig.gw_dev, sc, qpgate::monotonic_ns());
   ASSERT_TRUE(gw.ok());
   ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
   const auto counters = rig.service.sessions()[0].counters;
@@ -330,7 +330,7 @@ struct RawClient {
     ep = std::move(e).value();
     auto sc = rig.session_config(ep->local(), std::move(channels));
     sc.limits = limits;
-    auto gw = rig.service.open(*rig.gw_dev, sc, engine::monotonic_ns());
+    auto gw = rig.service.open(*rig.gw_dev, sc, qpgate::monotonic_ns());
     EXPECT_TRUE(gw.ok()) << gw.error().message;
     EXPECT_TRUE(ep->connect(*gw, verbs::RcParams{}).ok());
   }

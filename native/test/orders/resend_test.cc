@@ -30,7 +30,7 @@ TEST(OrderSessions, ResendStoresGrowWithUseAndAreFreedOnClose) {
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 40; }));
   EXPECT_LE(gw.service->resend_bytes(), 64u * 400u);
   EXPECT_GT(gw.service->resend_bytes(), 32u * 300u);
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   EXPECT_EQ(gw.service->resend_bytes(), 0u) << "a closed session holds no resend store";
 }
 
@@ -48,7 +48,7 @@ TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGa
   a.send(Hello{0});
   for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   Client again("127.66.10.3");
   ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
   again.send(Hello{0});
@@ -75,7 +75,7 @@ TEST(OrderSessions, AClosedSessionGetsWhatItMissedRebuiltFromTheJournal) {
   a.send(Hello{0});
   for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 105 - 5 * static_cast<std::int64_t>(i), 10));  // 100, 95, 90
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   EXPECT_EQ(gw.service->resend_bytes(), 0u);
 
   // While A is away its resting buys trade: Fills 4 and 5 for A.
@@ -113,7 +113,7 @@ TEST(OrderSessions, AClosedSessionGetsWhatItMissedRebuiltFromTheJournal) {
   again.send(buy(4, 90, 1));
   ASSERT_TRUE(gw.run_until({&again}, [&] { return again.all<Ack>().size() == 2; }));
   EXPECT_EQ(again.all<Ack>()[1]->app_seq, 6u);
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   Client third("127.66.17.5");
   ASSERT_TRUE(third.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
   third.send(Hello{6});
@@ -136,7 +136,7 @@ TEST(OrderSessions, AnswersMadeWhileARebuildRunsFollowTheResentOnes) {
   a.send(Hello{0});
   for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 105 - 5 * static_cast<std::int64_t>(i), 10));  // 100, 95, 90
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
 
   Client b("127.66.19.3");
   ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
@@ -173,7 +173,7 @@ TEST(OrderSessions, ARebuildThatCannotReadTheJournalSaysWhyAndTheSessionGoesOn) 
   a.send(Hello{0});
   for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 90, 1));
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   ASSERT_TRUE(gw.service->handler().flush());
   {  // Damage the records behind the header (the live journal only appends: it never reads them again).
     std::FILE* f = std::fopen(journal.c_str(), "r+b");
@@ -218,7 +218,7 @@ TEST(OrderSessions, SessionsOpenedAndClosedLeaveNoResendStoreBehind) {
     c.send(buy(1, 90, 1));
     ASSERT_TRUE(gw.run_until({&c}, [&] { return c.answers == 1; }));
     EXPECT_GT(gw.service->resend_bytes(), 0u);
-    ASSERT_TRUE(gw.service->close_session(id, engine::monotonic_ns()));
+    ASSERT_TRUE(gw.service->close_session(id, qpgate::monotonic_ns()));
     EXPECT_EQ(gw.service->resend_bytes(), 0u) << "session " << id;
   }
   EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 0u);

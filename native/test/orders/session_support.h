@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "orders/codec.h"
 #include "orders/order_service.h"
 #include "../feed/live_util.h"
@@ -107,7 +107,7 @@ class Client {
     r.throttle = ThrottleConfig{0, 1};
     r.cancel_on_disconnect = cancel_on_disconnect;
     r.remote = peer();
-    auto a = service.open_session(r, engine::monotonic_ns());
+    auto a = service.open_session(r, qpgate::monotonic_ns());
     if (!a.ok()) return a;
     verbs::RcParams p;
     p.psn = psn_;
@@ -183,7 +183,7 @@ class Client {
 
   // One step: drive the device, poll the CQ.
   void work() {
-    device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
+    device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
     verbs::Wc wcs[32];
     auto n = cq_->poll(wcs);
     if (!n.ok()) return;
@@ -250,8 +250,8 @@ struct Gateway {
     if (s.ok()) service = std::move(*s);
   }
   void work(std::vector<Client*> clients) {
-    device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
-    if (service) service->do_work(engine::monotonic_ns());
+    device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
+    if (service) service->do_work(qpgate::monotonic_ns());
     for (Client* c : clients) c->work();
   }
   bool run_until(std::vector<Client*> clients, const std::function<bool()>& done,

@@ -150,8 +150,8 @@ TEST(OrderSessions, CloseCancelsRestingOrdersAndTheSameSessionResumesAfterHello)
   ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 2; }));
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 2u);
 
-  EXPECT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
-  EXPECT_FALSE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  EXPECT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
+  EXPECT_FALSE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
   EXPECT_TRUE(gw.service->sessions().empty());
 
@@ -329,7 +329,7 @@ TEST(OrderSessions, AResentIdDoesNotCostAReconnectItsLaterMessages) {
   EXPECT_TRUE(a.all<Ack>()[2]->possible_resend);
   EXPECT_EQ(a.all<Ack>()[2]->app_seq, 1u);
   // Cancel-on-disconnect: CancelAcks 3 and 4 wait for the next Hello.
-  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   Client again("127.66.15.3");
   ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
   again.send(Hello{0});
@@ -518,8 +518,8 @@ TEST(OrderSessions, ARestartKeepsAckedOrdersAndAppSeqsAndResendsWhatTheClientMis
   auto drive = [&](OrderService& s, Client& c, const std::function<bool()>& done) {
     const auto until = std::chrono::steady_clock::now() + 3s;
     while (!done() && std::chrono::steady_clock::now() < until) {
-      device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
-      s.do_work(engine::monotonic_ns());
+      device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
+      s.do_work(qpgate::monotonic_ns());
       c.work();
     }
     return done();
@@ -572,8 +572,8 @@ TEST(OrderSessions, KillSwitchAndCreditLimitSetByRdmaAtomicsSurviveARestart) {
   auto device = open_device("127.66.12.1");
   ASSERT_TRUE(device);
   auto cycle = [&](OrderService& s, std::vector<Client*> clients) {
-    device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
-    s.do_work(engine::monotonic_ns());
+    device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
+    s.do_work(qpgate::monotonic_ns());
     for (Client* c : clients) c->work();
   };
   auto drive = [&](OrderService& s, std::vector<Client*> clients, const std::function<bool()>& done) {
@@ -706,7 +706,7 @@ TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled)
   std::optional<verbs::AsyncEvent> event;
   const auto until = std::chrono::steady_clock::now() + 3s;
   while (!event && std::chrono::steady_clock::now() < until) {
-    gw.device->do_work(static_cast<std::int64_t>(engine::monotonic_ns()));
+    gw.device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
     a.work();
     event = gw.device->get_async_event();
   }
@@ -716,9 +716,9 @@ TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled)
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 1u);
   EXPECT_FALSE(gw.service->on_async_event(verbs::AsyncEvent{verbs::EventType::QP_ACCESS_ERR, verbs::EventElement::QP,
                                                             event->element_id + 1, 0},
-                                          engine::monotonic_ns()));
-  EXPECT_TRUE(gw.service->on_async_event(*event, engine::monotonic_ns()));
-  EXPECT_FALSE(gw.service->on_async_event(*event, engine::monotonic_ns()));  // once
+                                          qpgate::monotonic_ns()));
+  EXPECT_TRUE(gw.service->on_async_event(*event, qpgate::monotonic_ns()));
+  EXPECT_FALSE(gw.service->on_async_event(*event, qpgate::monotonic_ns()));  // once
   EXPECT_TRUE(gw.service->sessions()[0].disconnected);
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
   EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);

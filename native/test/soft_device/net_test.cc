@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "udp_helpers.h"
@@ -252,6 +253,43 @@ TEST(SoftNet, AGroupDatagramReachesEveryMemberOnTheHostOnceAndNotTheUnicastSocke
   ASSERT_EQ(r2_dst.size(), 1u);
   EXPECT_EQ(r1_dst[0], group);
   EXPECT_EQ(r2_dst[0], group);
+}
+
+// Groups are read through one readiness set, at most kMaxReadySockets (64)
+// sockets a pass: with more groups ready than that, the rest are read on the
+// next passes, each datagram once and with its own group as destination;
+// a group left is read no more.
+TEST(SoftNet, EveryReadyGroupIsReadWhenMoreAreReadyThanOnePassTakes) {
+  auto sender = open_net("127.61.13.1");
+  auto r = open_net("127.61.13.2");
+  ASSERT_TRUE(sender && r);
+  constexpr int kGroups = 70;
+  std::vector<std::string> groups;
+  for (int i = 0; i < kGroups; ++i) groups.push_back("239.61.13." + std::to_string(i + 1));
+  for (const std::string& g : groups) ASSERT_TRUE(r->join(ip(g.c_str())).ok()) << g;
+  const std::vector<std::uint8_t> bytes(24, 7);
+  for (const std::string& g : groups) ASSERT_TRUE(sender->transmit(packet_to("127.61.13.1", g.c_str(), 0xC501, bytes)));
+  ASSERT_TRUE(sender->transmit(packet_to("127.61.13.1", "127.61.13.2", 0xC501, bytes)));
+  sender->flush();
+  std::vector<wire::IpAddress> seen;
+  const auto collect = [&seen](std::span<const std::uint8_t>, const RxMeta& m) { seen.push_back(m.flow.dst); };
+  test::spin_until([&] { return seen.size() >= kGroups + 1; }, [&] { r->receive(collect); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r->receive(collect);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kGroups + 1));
+  for (const std::string& g : groups) EXPECT_EQ(std::count(seen.begin(), seen.end(), ip(g.c_str())), 1) << g;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), ip("127.61.13.2")), 1);
+
+  ASSERT_TRUE(r->leave(ip(groups[0].c_str())).ok());
+  ASSERT_TRUE(sender->transmit(packet_to("127.61.13.1", groups[0].c_str(), 0xC501, bytes)));
+  ASSERT_TRUE(sender->transmit(packet_to("127.61.13.1", groups[1].c_str(), 0xC501, bytes)));
+  sender->flush();
+  seen.clear();
+  test::spin_until([&] { return !seen.empty(); }, [&] { r->receive(collect); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r->receive(collect);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], ip(groups[1].c_str()));
 }
 
 }  // namespace

@@ -3,11 +3,12 @@
 // (net.h), so the transport's recovery (retransmission, go-back-N,
 // duplicate detection, ICRC checking) is exercised over real UDP.
 //
-//   tx  packets the device sends: applied in UdpNet::transmit, after the QP
-//       sealed the packet (and after a re-seal for source port 4791), before
-//       the sendmmsg queue.
-//   rx  packets the device receives: applied after recvmmsg, before the
-//       ingress (recv.h) decodes and checks them.
+//   tx  packets the device sends: after the QP sealed the packet, as it
+//       enters the sendmmsg queue (a corruption after any re-seal for
+//       source port 4791).
+//   rx  packets the device receives: after recvmmsg, before the ingress
+//       (recv.h) decodes and checks them.
+// FaultNet (fault_net.h) applies them, wrapping the device's packet I/O.
 //
 // Off by default, and not reachable from any configuration: no config key
 // or openDevice option turns it on. The only ways in are

@@ -21,7 +21,10 @@
 //    IP_MULTICAST_ALL = 0 (only the groups this socket joined) and
 //    IP_ADD_MEMBERSHIP on the device's address. join()/leave() count
 //    references: the group socket opens on the first join and closes on the
-//    last leave.
+//    last leave. One socket per group, because a UDP socket receives the
+//    destination it is bound to: a single wildcard socket on port 4791 would
+//    collide with the unicast socket (bound without SO_REUSEADDR) and with
+//    other devices' sockets on the host.
 // Every transmit socket: unconnected, IP_MTU_DISCOVER = IP_PMTUDISC_DO (DF,
 // so Linux writes IPv4 ID 0 and the ICRC the QP computed holds; probed at
 // open, see Ipv4IdProbe), SO_NO_CHECK (UDP checksum 0, as rxe; the ICRC
@@ -33,12 +36,13 @@
 // Batching: transmit() copies the packet into a fixed queue (no allocation);
 // flush() sends the queue with one sendmmsg per socket (the device calls it
 // once per duty cycle; transmit() flushes early when the queue is full).
-// receive() reads up to a batch per socket with recvmmsg.
+// receive() reads up to a batch per ready socket with recvmmsg. Without
+// groups it reads the unicast socket directly; with groups, one epoll_wait
+// over the unicast and group sockets says which to read, so an idle group
+// costs nothing per pass (it used to cost a recvmmsg each).
 //
-// Faults (fault.h, for tests only): set_faults() puts the fault injector
-// between the QPs and the sockets, tx in transmit(), rx in receive(); held
-// (delayed/reordered) packets are released by flush() and receive(), at
-// the latest by next_fault_release_ns().
+// Faults (tests only) are not here: FaultNet (fault_net.h) wraps the
+// PacketIo when a test asks for them.
 //
 // One thread (the engine's) uses it; nothing here locks.
 #pragma once
@@ -57,10 +61,10 @@
 #include <vector>
 
 #include "verbs/error.h"
-#include "verbs/soft/fault.h"
 #include "verbs/soft/ingress_counters.h"
+#include "verbs/soft/packet_io.h"
 #include "verbs/soft/packet_rx.h"
-#include "verbs/soft/transport.h"
+#include "verbs/soft/socket_util.h"
 #include "wire/ip_udp.h"
 
 namespace qpgate::verbs::soft {
@@ -161,7 +165,7 @@ class FdObserver {
   virtual void fd_removed(int fd) = 0;
 };
 
-class UdpNet final : public PacketTx, public MulticastMembership {
+class UdpNet final : public PacketIo, public MulticastMembership {
  public:
   // Opens and configures the unicast socket; EADDRINUSE when another device
   // (in this or another process) owns <address>:4791, EADDRNOTAVAIL when no
@@ -171,20 +175,18 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   UdpNet(const UdpNet&) = delete;
   UdpNet& operator=(const UdpNet&) = delete;
 
-  // PacketTx. Copies the packet; false only when the queue is full and
-  // flushing it would block (back-pressure: the QP retries later).
-  bool transmit(const TxPacket& packet) override;
-  // Sends everything queued (one sendmmsg per socket); returns how many
-  // datagrams were handed to the kernel. What the kernel refused with
-  // EAGAIN stays queued for the next flush.
-  int flush();
-  std::size_t queued() const { return tx_count_; }
-
-  // Reads up to rx_batch datagrams from each receive socket and calls
-  // fn(roce_bytes, meta) for each; the bytes are valid during the call.
-  // Returns how many datagrams were read.
-  using RxHandler = std::function<void(std::span<const std::uint8_t>, const RxMeta&)>;
-  int receive(const RxHandler& fn);
+  // PacketIo. enqueue() copies the packet; not accepted only when the queue
+  // is full and flushing it would block (back-pressure: the QP retries
+  // later). flush() sends everything queued (one sendmmsg per socket) and
+  // returns how many datagrams were handed to the kernel; what the kernel
+  // refused with EAGAIN stays queued for the next flush.
+  Enqueued enqueue(const TxPacket& packet) override;
+  int flush() override;
+  std::size_t queued() const override { return tx_count_; }
+  std::size_t capacity() const override;
+  // Reads up to rx_batch datagrams from each ready receive socket and calls
+  // fn(roce_bytes, meta) for each. Returns how many datagrams were read.
+  int receive(const RxHandler& fn) override;
 
   // MulticastMembership, reference-counted per group. EINVAL for a group
   // outside 224.0.0.0/4 or not IPv4.
@@ -197,14 +199,6 @@ class UdpNet final : public PacketTx, public MulticastMembership {
   std::vector<int> receive_fds() const;
   void set_fd_observer(FdObserver* observer) { observer_ = observer; }
 
-  // The fault injector, FOR TESTS (fault.h). A plan replaces the previous
-  // one (a default FaultPlan turns it off); packets already held are still
-  // released on time.
-  void set_faults(const FaultPlan& plan);
-  const FaultCounters& fault_counters() const { return fault_counters_; }
-  // When the next held packet is due (0: now), or INT64_MAX.
-  std::int64_t next_fault_release_ns() const;
-
   const wire::IpAddress& address() const { return config_.address; }
   const NetReport& report() const { return report_; }
   const NetCounters& counters() const { return counters_; }
@@ -212,57 +206,39 @@ class UdpNet final : public PacketTx, public MulticastMembership {
  private:
   explicit UdpNet(const NetConfig& config);
   struct TxSlot;
-  struct RxBatch;
+  struct Batch;
+  struct Group {
+    int fd = -1;
+    std::uint32_t refs = 0;
+  };
+  Status open_receive(const NetConfig& config);
   int tx_socket_for(std::uint16_t src_port);
   Result<int> open_tx_socket(std::uint16_t port, bool reuse);
+  bool has_room();
   int flush_socket(int fd, std::size_t first, std::size_t count);
   int receive_from(int fd, const wire::IpAddress* group, const RxHandler& fn);
+  void deliver_batch(std::size_t n, const wire::IpAddress* group, const RxHandler& fn);
+  int receive_ready(const RxHandler& fn);
   int receive_packets(const RxHandler& fn);
+  Result<int> open_group_socket(const wire::IpAddress& group);
+  bool watch(int fd, std::uint32_t group_be);
   void probe_ipv4_id();
-  // What a held transmit packet needs to be queued later.
-  struct TxHeldMeta {
-    wire::UdpFlow flow;
-    std::uint8_t traffic_class = 0;
-    std::uint8_t hop_limit = 64;
-    FaultDecision corruption;  // applied in the queue, after any re-seal
-  };
-  bool transmit_faulty(const TxPacket& packet);
-  bool enqueue(const TxPacket& packet, const FaultDecision* corruption);
-  bool has_room();
-  void release_tx_held(std::int64_t now_ns);
-  void deliver_rx(std::span<std::uint8_t> bytes, const RxMeta& meta, const RxHandler& fn);
 
   NetConfig config_;
   NetReport report_;
   NetCounters counters_;
   FdObserver* observer_ = nullptr;
   int unicast_fd_ = -1;
+  // Plain mode: the unicast and group sockets, each keyed by its group
+  // address (0 for the unicast socket); receive() asks it which are ready.
+  int ready_fd_ = -1;
   std::map<std::uint16_t, int> tx_fds_;  // source port → socket (-1: could not bind, use unicast)
   std::uint32_t tx_socket_count_ = 0;
-  struct Group {
-    int fd = -1;
-    std::uint32_t refs = 0;
-  };
   std::map<std::uint32_t, Group> groups_;  // group address (network order as u32) → socket
   std::vector<TxSlot> tx_;
   std::size_t tx_count_ = 0;
-  std::unique_ptr<RxBatch> rx_;
+  std::unique_ptr<Batch> batch_;
   std::optional<PacketSocketRx> packet_rx_;  // af-packet mode
-  FaultPlan fault_plan_;
-  FaultCounters fault_counters_;
-  FaultDice tx_dice_;
-  FaultDice rx_dice_;
-  FaultHold<TxHeldMeta> tx_held_;
-  FaultHold<RxMeta> rx_held_;
 };
-
-// The errno's symbolic name for any errno ("EADDRINUSE"), from glibc's
-// strerrorname_np; verbs::errno_name knows only the verbs interface's own.
-std::string_view errno_symbol(int code);
-
-// IPv4 address helpers for sockaddr work.
-std::uint32_t ipv4_be(const wire::IpAddress& a);  // network-order u32 of an IPv4 IpAddress
-wire::IpAddress ipv4_from_be(std::uint32_t be);
-std::string ip_to_string(const wire::IpAddress& a);
 
 }  // namespace qpgate::verbs::soft

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "verbs/soft/net.h"
+#include "verbs/soft/socket_util.h"
 #include "wire/ip_udp.h"
 
 namespace qpgate::verbs::soft {
@@ -33,8 +33,6 @@ constexpr sock_filter kRoceV2Filter[] = {
 };
 
 constexpr sock_filter kDropAll[] = {{BPF_RET | BPF_K, 0, 0, 0}};
-
-std::string errno_text(int e) { return std::string(errno_symbol(e)) + " (" + std::strerror(e) + ")"; }
 
 }  // namespace
 

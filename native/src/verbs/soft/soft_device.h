@@ -103,8 +103,8 @@ class SoftDevice final : public Device {
   std::vector<int> receive_fds() const;
 
   // FOR TESTS ONLY: the fault injector between this device's QPs and its
-  // sockets (fault.h). Off until called; a default FaultPlan turns it off
-  // again. No configuration reaches it (src/native/testing/faults.ts is
+  // sockets (fault.h, fault_net.h), installed by the first call; a default
+  // FaultPlan turns it off again. No configuration reaches it (src/native/testing/faults.ts is
   // its JS door). Engine thread.
   void inject_faults(const FaultPlan& plan);
   const FaultCounters& fault_counters() const;
