@@ -4,6 +4,7 @@
 //   - without that CA the CLI fails with one message naming the certificate, sends
 //     nothing in the clear, and the gateway counts the refused handshake;
 //   - an OrderClient given the CA places an order; without it the handshake is refused;
+//     a subscriber's recovery handshake verifies the same way;
 //   - an expired certificate, a key of another certificate or a missing file stop
 //     `qpgate serve` at exit 2 with one line naming the file;
 //   - a control.host off loopback without TLS is refused when the config loads,
@@ -22,6 +23,7 @@ import { OrderClient } from '../../src/orders/client.js';
 import { HandshakeError } from '../../src/orders/rc-endpoint.js';
 import { Side } from '../../src/orders/messages.js';
 import { controlFetch } from '../../src/http/control-fetch.js';
+import { httpRecoveryHandshake, RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 
 let certs: TestCertificates;
 let gw: GatewayProcess;
@@ -82,6 +84,22 @@ test('an OrderClient given the CA places an order on an https gateway; without i
   } finally {
     await client.close();
   }
+});
+
+test("a subscriber's recovery handshake verifies the certificate: refused without the CA, answered by the gateway with it", async () => {
+  const request = { name: 'tls-sub', feed: 'default', channels: [1], local: { qpn: 0x11, psn: 1, gid: '::ffff:127.0.0.9', mtu: 1024 } };
+  await assert.rejects(httpRecoveryHandshake({ url: gw.url, token })(request), (err: unknown) => {
+    assert.ok(err instanceof RecoveryHandshakeError);
+    assert.equal(err.status, 0);
+    assert.match(err.message, /certificate of the gateway at https:.* did not verify \(UNABLE_TO_VERIFY_LEAF_SIGNATURE.*recovery\.tls\.ca/);
+    return true;
+  });
+  // This gateway runs no feed: the answer (404) is the gateway's own, over the verified connection.
+  await assert.rejects(httpRecoveryHandshake({ url: gw.url, token, tls: { ca: readFileSync(certs.ca) } })(request), (err: unknown) => {
+    assert.ok(err instanceof RecoveryHandshakeError);
+    assert.equal(err.status, 404, err.message);
+    return true;
+  });
 });
 
 /** `qpgate serve` that must stop before it starts: its exit code and its stderr lines. */
