@@ -72,7 +72,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
         channels: [...request.channels],
       }),
     }, options.tls).catch((err: unknown) => {
-      throw new RecoveryHandshakeError(0, fetchFailure(err, base, { certificate: 'give the CA that signed it as recovery.tls.ca' }));
+      throw new RecoveryHandshakeError(0, fetchFailure(err, base, { certificate: 'give the CA that signed it as recovery.tls.ca', clientCertificate: 'give one as recovery.tls.cert and recovery.tls.key' }));
     });
     const text = await res.text();
     let body: Record<string, unknown> = {};

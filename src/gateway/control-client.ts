@@ -57,6 +57,7 @@ export function baseUrl(opts: ClientOptions): string {
 
 const CLI_HINTS = {
   certificate: 'pass the CA that signed it with --ca <file> (or $QPGATE_CA)',
+  clientCertificate: 'pass one with --cert <file> --key <file> (or $QPGATE_CERT, $QPGATE_KEY)',
   unreachable: 'is `qpgate serve` running? (--url to point elsewhere)',
 };
 

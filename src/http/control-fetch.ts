@@ -54,6 +54,8 @@ const CERTIFICATE_ERRORS = new Set([
 /** What to tell the user beside the cause: how to trust the gateway's CA, and where to look when nothing answers. */
 export interface FailureHints {
   certificate: string;
+  /** How to present a client certificate (a gateway with control.tls.clientCaFile closes a connection without one). */
+  clientCertificate: string;
   unreachable?: string;
 }
 
@@ -67,7 +69,12 @@ export function fetchFailure(err: unknown, base: string, hints: FailureHints): s
   if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) {
     return `the TLS handshake with the gateway at ${base} failed (${code}: ${cause?.message ?? ''})`;
   }
+  const closed = code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
+  // TLS 1.3: the server checks the client's certificate after the client's side of the handshake is done.
+  if (closed && base.startsWith('https:')) {
+    return `the gateway at ${base} closed the connection (${code}): if it requires a client certificate (control.tls.clientCaFile), ${hints.clientCertificate}`;
+  }
   // An https server closes a connection that speaks plain http to it.
-  const https = base.startsWith('http:') && (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET') ? ' (if it serves https, use an https:// URL)' : '';
+  const https = closed && base.startsWith('http:') ? ' (if it serves https, use an https:// URL)' : '';
   return `no gateway answers at ${base} (${code})${https}${hints.unreachable ? `: ${hints.unreachable}` : ''}`;
 }

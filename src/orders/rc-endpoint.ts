@@ -427,7 +427,7 @@ export class RcEndpoint {
       };
       res = await controlFetch(url, init, this.options.tls);
     } catch (err) {
-      throw new HandshakeError(0, fetchFailure(err, this.options.url, { certificate: "give the CA that signed it as the client's tls.ca" }));
+      throw new HandshakeError(0, fetchFailure(err, this.options.url, { certificate: "give the CA that signed it as the client's tls.ca", clientCertificate: 'give one as tls.cert and tls.key' }));
     }
     const json = (await res.json().catch(() => ({}))) as { message?: string };
     return { status: res.status, message: json.message ?? res.statusText, json };
