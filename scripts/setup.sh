@@ -6,8 +6,9 @@
 # npm package (native/package.json), never from a download of Node's sources.
 # Run as root or with sudo available. .ci/run proves it on a fresh bookworm
 # root (test/fresh-root/run.sh).
-#   --with-tests   also install what the test suite needs (clang, sanitizer
-#                  runtimes, GoogleTest, tshark, scapy, chromium); .ci/run uses it.
+#   --with-tests   also install what the test suite needs (openssl for the TLS
+#                  tests' certificates, clang, sanitizer runtimes, GoogleTest,
+#                  tshark, scapy, chromium); .ci/run uses it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -21,7 +22,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev 
 optional_pkgs=(libibverbs-dev)
 # The README's first commands after `npm start` (curl /healthz, /v1/device).
 quickstart_pkgs=(curl ca-certificates)
-test_pkgs=(clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
+test_pkgs=(openssl clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
   # the rxe guest for the ibv backend's tests (test/rdma-vm): qemu, the guest's
   # userland and rdma-core's tools; kmod for modinfo/depmod on the unpacked kernel
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod xz-utils

@@ -21,6 +21,7 @@ export { Engine, type EngineOptions } from './native/engine.js';
 export { OrderClient, type OrderClientOptions, type OrderClientStats, type NewOrderAnswer, type CancelAnswer, type ReplaceAnswer } from './orders/client.js';
 export { RiskClient, RdmaError, RISK_WORDS, type RiskClientOptions, type RiskWord, type RiskWords } from './orders/risk-client.js';
 export { HandshakeError, type EndpointOptions, type SessionAnswer, type SessionRegion } from './orders/rc-endpoint.js';
+export type { ControlTlsOptions } from './http/control-fetch.js';
 export * from './orders/messages.js';
 export { OrderService, type OrderServiceOptions } from './orders/service.js';
 export { OrdersConfig } from './orders/config.js';

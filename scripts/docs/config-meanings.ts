@@ -17,6 +17,12 @@ export const CONFIG_MEANINGS: Record<string, string> = {
   'engine.ringBytes': 'each JS ↔ engine ring (a power of two)',
   'control.host': 'control plane listen address (loopback unless you mean it)',
   'control.port': 'control plane port',
+  'control.tls.certFile':
+    'PEM certificate (chain, leaf first) for https; with `control.tls.keyFile` the control plane serves https only (README "TLS"); checked at start: missing, unreadable, expired or not yet valid is exit 2',
+  'control.tls.keyFile': 'its unencrypted PEM private key; one that does not match the certificate is exit 2',
+  'control.tls.clientCaFile': 'PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS; `qpgate ... --cert/--key`)',
+  'control.allowPlaintextOnNetwork':
+    '`false`: a `control.host` off loopback without `control.tls` is refused at start (exit 2); `true` serves plain http there, bearer tokens and session rkeys readable on the network',
   'control.tokens':
     'bearer tokens, names unique; with none, an admin token is generated at start and written to `<state.dir>/admin.token` (mode 0600)',
   'control.tokens[].name': 'its name, unique among the tokens',

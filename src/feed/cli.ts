@@ -11,7 +11,7 @@ import { Option, type Command } from 'commander';
 import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, controlPlaneCommand, DEFAULT_URL, receiveModeOption, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, controlPlaneCommand, DEFAULT_URL, receiveModeOption, resolveTls, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
@@ -122,7 +122,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
       onMessage,
       onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
       ...(flags.recovery
-        ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token } }
+        ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token, tls: resolveTls(flags) } }
         : {}),
     });
   } catch (err) {

@@ -5,6 +5,7 @@
 // QP is then connected. Kept behind the RecoveryHandshake type so the route
 // is the only thing a different control plane changes.
 import type { RcEndpointInfo } from './native.js';
+import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 
 export interface RecoveryHandshakeRequest {
   /** Client-chosen, stable across reconnects (same token and name → same session id). */
@@ -40,6 +41,8 @@ export interface HttpRecoveryHandshakeOptions {
   readonly url: string;
   /** A bearer token entitled to role "recovery" and the channels. */
   readonly token: string;
+  /** For an https url: `{ ca }`, the PEM CA its certificate must chain to (default: Node's root CAs). */
+  readonly tls?: ControlTlsOptions;
   readonly timeoutMs?: number;
 }
 
@@ -54,7 +57,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
   const headers = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
   const timeout = options.timeoutMs ?? 5000;
   return async (request) => {
-    const res = await fetch(`${base}/v1/sessions`, {
+    const res = await controlFetch(`${base}/v1/sessions`, {
       method: 'POST',
       headers,
       signal: AbortSignal.timeout(timeout),
@@ -68,6 +71,8 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
         feed: request.feed,
         channels: [...request.channels],
       }),
+    }, options.tls).catch((err: unknown) => {
+      throw new RecoveryHandshakeError(0, fetchFailure(err, base, { certificate: 'give the CA that signed it as recovery.tls.ca', clientCertificate: 'give one as recovery.tls.cert and recovery.tls.key' }));
     });
     const text = await res.text();
     let body: Record<string, unknown> = {};
@@ -89,7 +94,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
       gid: body['gid'],
       mtu: u32(body['mtu'], 'mtu'),
       close: async () => {
-        await fetch(`${base}/v1/sessions/${id}`, { method: 'DELETE', headers: { authorization: headers.authorization }, signal: AbortSignal.timeout(timeout) }).then(
+        await controlFetch(`${base}/v1/sessions/${id}`, { method: 'DELETE', headers: { authorization: headers.authorization }, signal: AbortSignal.timeout(timeout) }, options.tls).then(
           (r) => r.body?.cancel(),
           () => undefined,
         );

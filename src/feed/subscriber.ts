@@ -38,6 +38,7 @@ import { OtherSessionWatch, type FeedWarning } from './other-session.js';
 export type { FeedWarning } from './other-session.js';
 import { readGapRecord, readSessionRecord } from './records.js';
 import { routeSubscriberRecords } from './subscriber-records.js';
+import type { ControlTlsOptions } from '../http/control-fetch.js';
 import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
 export interface SubscriberChannelConfig {
@@ -95,6 +96,8 @@ export interface SubscriberRecoveryOptions {
   /** The gateway's control plane URL and a token entitled to role 'recovery' (used unless `handshake` is given). */
   readonly url?: string;
   readonly token?: string;
+  /** For an https url: `{ ca }`, the PEM CA the gateway's certificate must chain to (default: Node's root CAs). */
+  readonly tls?: ControlTlsOptions;
   /** How the QP is registered with the gateway (default: httpRecoveryHandshake({url, token})). */
   readonly handshake?: RecoveryHandshake;
   /** Largest reply accepted (default 65536; at least the gateway's replyBytes). */
@@ -374,7 +377,7 @@ async function connectRecovery(
   let handshake = r.handshake;
   if (handshake === undefined) {
     if (r.url === undefined || r.token === undefined) throw new TypeError('subscribe: recovery needs url and token (or a handshake function)');
-    handshake = httpRecoveryHandshake({ url: r.url, token: r.token });
+    handshake = httpRecoveryHandshake({ url: r.url, token: r.token, ...(r.tls ? { tls: r.tls } : {}) });
   }
   const answer = await handshake({ name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), local });
   try {

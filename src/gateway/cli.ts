@@ -8,6 +8,7 @@ import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
 import { DeviceOpenError } from './device/device.js';
+import { TlsConfigError } from './control/tls.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
@@ -237,7 +238,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
-    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError) {
+    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError || err instanceof TlsConfigError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
       return EXIT_CONFIG;
     }

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
 import { table } from './table.js';
 import { formatNs } from './units.js';
+import type { TlsReport } from './control/tls.js';
+import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
 
@@ -29,6 +31,9 @@ export function controlPlaneCommand(program: Command, name: string, description:
     .description(description)
     .option('--url <url>', urlHelp, DEFAULT_URL)
     .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+    .option('--ca <file>', "PEM CA that signed an https gateway's certificate (default: $QPGATE_CA, else Node's root CAs)")
+    .option('--cert <file>', 'PEM client certificate, for a gateway that requires one (control.tls.clientCaFile; default: $QPGATE_CERT)')
+    .option('--key <file>', 'PEM key of --cert (default: $QPGATE_KEY)')
     .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
 }
 
@@ -37,8 +42,61 @@ export class ClientError extends Error {}
 export interface ClientOptions {
   url?: string;
   token?: string;
+  /** Files: the CA to verify an https gateway with, and a client certificate and key. */
+  ca?: string;
+  cert?: string;
+  key?: string;
   config?: string;
   env?: NodeJS.ProcessEnv;
+}
+
+/** The gateway's base URL without a trailing slash. */
+export function baseUrl(opts: ClientOptions): string {
+  return (opts.url ?? DEFAULT_URL).replace(/\/+$/, '');
+}
+
+const CLI_HINTS = {
+  certificate: 'pass the CA that signed it with --ca <file> (or $QPGATE_CA)',
+  clientCertificate: 'pass one with --cert <file> --key <file> (or $QPGATE_CERT, $QPGATE_KEY)',
+  unreachable: 'is `qpgate serve` running? (--url to point elsewhere)',
+};
+
+const tlsCache = new WeakMap<ClientOptions, ControlTlsOptions>();
+
+/** --ca / --cert / --key, else $QPGATE_CA / $QPGATE_CERT / $QPGATE_KEY, read once per command. */
+export function resolveTls(opts: ClientOptions): ControlTlsOptions {
+  const cached = tlsCache.get(opts);
+  if (cached) return cached;
+  const env = opts.env ?? process.env;
+  const read = (flag: string, variable: string, given: string | undefined): string | undefined => {
+    const path = given ?? env[variable];
+    if (path === undefined || path === '') return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      const from = given !== undefined ? `--${flag}` : variable;
+      throw new ClientError(`cannot read ${from} ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  };
+  const ca = read('ca', 'QPGATE_CA', opts.ca);
+  const cert = read('cert', 'QPGATE_CERT', opts.cert);
+  const key = read('key', 'QPGATE_KEY', opts.key);
+  if ((cert === undefined) !== (key === undefined)) throw new ClientError('--cert and --key: give both (a client certificate and its key) or neither');
+  const tls = { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
+  tlsCache.set(opts, tls);
+  return tls;
+}
+
+/** A request to the control plane with the command's token and TLS options; a failure to connect is a ClientError. */
+export async function requestGateway(opts: ClientOptions, path: string, init: RequestInit = {}): Promise<Response> {
+  const base = baseUrl(opts);
+  const { token } = resolveToken(opts);
+  const tls = resolveTls(opts);
+  try {
+    return await controlFetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init, headers: { authorization: `Bearer ${token}` } }, tls);
+  } catch (err) {
+    throw new ClientError(fetchFailure(err, base, CLI_HINTS));
+  }
 }
 
 /** --token, else $QPGATE_TOKEN, else <state.dir>/admin.token (state.dir from the config layers). */
@@ -63,15 +121,9 @@ export function resolveToken(opts: ClientOptions): { token: string; source: stri
 }
 
 export async function getJson<T>(opts: ClientOptions, path: string): Promise<T> {
-  const base = (opts.url ?? DEFAULT_URL).replace(/\/+$/, '');
-  const { token, source } = resolveToken(opts);
-  let res: Response;
-  try {
-    res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-    throw new ClientError(`no gateway answers at ${base} (${cause}): is \`qpgate serve\` running? (--url to point elsewhere)`);
-  }
+  const base = baseUrl(opts);
+  const { source } = resolveToken(opts);
+  const res = await requestGateway(opts, path);
   const body = (await res.json().catch(() => ({}))) as { message?: string };
   if (res.status === 401) throw new ClientError(`the gateway at ${base} refused the token from ${source} (401: ${body.message ?? 'unauthorized'})`);
   if (!res.ok) throw new ClientError(`${path}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
@@ -102,6 +154,7 @@ interface Status {
   version: string;
   uptimeSeconds: number;
   ready: boolean;
+  control: { tls: TlsReport };
   device: {
     backend: string;
     device: string;
@@ -152,6 +205,7 @@ function formatSessions(sum: Record<string, unknown>): string[] {
 export function formatStatus(s: Status, url: string): string {
   const out: string[] = [];
   out.push(`Gateway qpgate ${s.version} at ${url}: ${s.ready ? 'ready' : 'not ready'}, up ${Math.round(s.uptimeSeconds)} s`);
+  out.push(formatControlTls(s.control.tls));
   const d = s.device;
   if (d.rdma.open) {
     const r = d.rdma;
@@ -182,6 +236,11 @@ export function formatStatus(s: Status, url: string): string {
   for (const q of s.qps) byState.set(q.state, (byState.get(q.state) ?? 0) + 1);
   out.push(`QPs: ${s.qps.length}${byState.size ? ` (${[...byState].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`);
   return out.join('\n');
+}
+
+function formatControlTls(tls: TlsReport): string {
+  if (!tls.enabled) return 'Control plane: http (no TLS)';
+  return `Control plane: https, certificate ${tls.subject} from ${tls.certFile}, issuer ${tls.issuer}, valid until ${tls.validTo}, client certificates ${tls.clientCertificates}`;
 }
 
 interface FeedsSummary {

@@ -27,11 +27,12 @@ import { startOrders, type OrdersLifecycle } from './orders.js';
 import { sessionsExtension } from './control/routes/sessions.js';
 import { EngineHeartbeat } from './health.js';
 import { lockStateDir } from './state-lock.js';
+import { loadControlTls, PLAINTEXT_REPORT } from './control/tls.js';
 
 export interface Gateway {
   readonly state: GatewayState;
   readonly app: FastifyInstance;
-  /** Base URL of the control plane, e.g. http://127.0.0.1:7470 */
+  /** Base URL of the control plane, e.g. http://127.0.0.1:7470 (https:// with control.tls) */
   readonly url: string;
   /** Resolves with the process exit code once the gateway has shut down. */
   readonly closed: Promise<number>;
@@ -53,6 +54,8 @@ export interface StartOptions {
 
 export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const log = logger.child({ component: 'gateway' });
+  // control.tls's files first: a wrong certificate fails before the engine or any socket exists.
+  const tls = loadControlTls(config.control.tls);
   // Config problems the schema cannot see (SLO windows vs interval) fail before anything starts.
   const latency = new LatencyRegistry();
   const slo = new SloService(config.slo, latency, (err) => log.error({ err }, 'SLO evaluation failed'));
@@ -82,6 +85,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     metricSources: [],
     heartbeat: new EngineHeartbeat(engine, config.control.health.engineStaleMs),
     readinessChecks: [],
+    controlTls: tls?.report ?? PLAINTEXT_REPORT,
     ready: false,
   };
   state.heartbeat.start();
@@ -107,7 +111,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       tokens.push(generated.token);
       log.warn({ path: generated.path }, 'no control-plane token configured: generated an admin token');
     }
-    app = await buildControlPlane({ state, tokens, logger });
+    app = await buildControlPlane({ state, tokens, logger, ...(tls ? { https: tls.https } : {}) });
     await app.listen({ host: config.control.host, port: config.control.port });
   } catch (err) {
     await app?.close().catch(() => undefined);
@@ -124,11 +128,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.control.port;
   const host = config.control.host.includes(':') ? `[${config.control.host}]` : config.control.host;
-  const url = `http://${host}:${port}`;
+  const url = `${tls ? 'https' : 'http'}://${host}:${port}`;
   state.ready = true;
   const unsourced = config.slo.objectives.filter((o) => !latency.has(o.latency)).map((o) => o.name);
   if (unsourced.length > 0) log.info({ objectives: unsourced }, 'SLOs without a latency source yet: listed as "no data source"');
-  log.info({ url, backend: config.backend.kind, device: config.backend.device }, 'qpgate ready');
+  log.info({ url, tls: tls !== undefined, backend: config.backend.kind, device: config.backend.device }, 'qpgate ready');
 
   let resolveClosed!: (code: number) => void;
   const closed = new Promise<number>((resolve) => (resolveClosed = resolve));

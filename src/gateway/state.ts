@@ -12,6 +12,7 @@ import type { SloService } from './slo/service.js';
 import type { SessionProvider } from './sessions/provider.js';
 import type { FeedService } from '../feed/service.js';
 import type { EngineHeartbeat } from './health.js';
+import type { TlsReport } from './control/tls.js';
 
 /**
  * A feature that plugs into the control plane: the feed service (/v1/feeds)
@@ -70,6 +71,8 @@ export interface GatewayState {
    * gateway is not ready (order entry: "order journal failed: ..."), or undefined.
    */
   readonly readinessChecks: Array<() => string | undefined>;
+  /** The control plane's https certificate (control.tls), or `{enabled: false}` for http. */
+  readonly controlTls: TlsReport;
   /** False until every component has started, and again once shutdown begins. */
   ready: boolean;
 }

@@ -12,7 +12,7 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ClientError, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { baseUrl, ClientError, getJson, requestGateway, resolveTls, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { table } from '../gateway/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -121,8 +121,9 @@ export async function orderCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   const client = await OrderClient.connect({
-    url: opts.url ?? 'http://127.0.0.1:7470',
+    url: baseUrl(opts),
     token,
+    tls: resolveTls(opts),
     name: opts.name,
     accounts,
     device: { address: opts.address, receiveMode: opts.receiveMode },
@@ -178,7 +179,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address, receiveMode: opts.receiveMode }, takeover: true }).catch(
+  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: { address: opts.address, receiveMode: opts.receiveMode }, takeover: true }).catch(
     (err: unknown) => {
       throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },
@@ -245,11 +246,7 @@ interface SessionRow {
 
 export async function sessionsCommand(opts: ClientOptions & { json?: boolean; close?: string }): Promise<string> {
   if (opts.close !== undefined) {
-    const base = (opts.url ?? 'http://127.0.0.1:7470').replace(/\/+$/, '');
-    const { token } = resolveToken(opts);
-    const res = await fetch(`${base}/v1/sessions/${encodeURIComponent(opts.close)}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } }).catch(() => {
-      throw new ClientError(`no gateway answers at ${base}`);
-    });
+    const res = await requestGateway(opts, `/v1/sessions/${encodeURIComponent(opts.close)}`, { method: 'DELETE' });
     const body = (await res.json().catch(() => ({}))) as { message?: string; state?: string };
     if (!res.ok) throw new ClientError(`DELETE /v1/sessions/${opts.close}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
     return opts.json ? JSON.stringify(body) : `session ${opts.close} closed (QP ${body.state ?? 'gone'})`;

@@ -17,6 +17,7 @@
 // protocol deadline (so retransmission and ACK timeouts fire while JS is
 // idle) and calls the client's poll with the completions ready.
 import { randomInt } from 'node:crypto';
+import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 import { Engine, type EngineOptions } from '../native/engine.js';
 import {
   Device,
@@ -77,6 +78,8 @@ export interface EndpointOptions {
   url: string;
   /** A bearer token entitled to the role and the accounts. */
   token: string;
+  /** For an https url: `{ ca }`, the PEM CA its certificate must chain to (default: Node's root CAs); `cert`/`key` for mutual TLS. */
+  tls?: ControlTlsOptions;
   /** The session name: the same (token, name) is the same session (id, app_seq) across reconnects. */
   name: string;
   /**
@@ -452,15 +455,15 @@ export class RcEndpoint {
     const url = `${this.options.url.replace(/\/+$/, '')}${path}`;
     let res: Response;
     try {
-      res = await fetch(url, {
+      const init: RequestInit = {
         method,
         headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
-      });
+      };
+      res = await controlFetch(url, init, this.options.tls);
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-      throw new HandshakeError(0, `no gateway answers at ${this.options.url} (${cause})`);
+      throw new HandshakeError(0, fetchFailure(err, this.options.url, { certificate: "give the CA that signed it as the client's tls.ca", clientCertificate: 'give one as tls.cert and tls.key' }));
     }
     const json = (await res.json().catch(() => ({}))) as { message?: string };
     return { status: res.status, message: json.message ?? res.statusText, json };

@@ -16,6 +16,7 @@ import { GatewayConfig } from './schema.js';
 import { configBudgetProblems } from '../../feed/memory.js';
 import { validateOrdersConfig } from '../../orders/config.js';
 import { validateTokens } from '../sessions/entitlements.js';
+import { controlTlsProblems } from '../control/tls.js';
 
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../../../config/default.yaml', import.meta.url));
 
@@ -213,6 +214,7 @@ function validate(config: Plain, origins: Map<string, string>): void {
     const origin = (key: string): string => originOf(key, origins);
     problems.push(
       ...validateTokens(cfg.control.tokens, origin),
+      ...controlTlsProblems(cfg.control, origin),
       ...validateOrdersConfig(cfg.orders, cfg.feeds, origin),
       ...configBudgetProblems(cfg.feeds, origin),
     );

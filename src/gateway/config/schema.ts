@@ -122,10 +122,27 @@ export const ControlHealthConfig = Type.Object(
   { ...strict, default: {} },
 );
 
+// https for the control plane (src/gateway/control/tls.ts reads the files once at start):
+// certFile and keyFile together turn it on; clientCaFile also asks every client for a certificate.
+const PemFile = (description: string) => Type.Optional(Type.String({ minLength: 1, description }));
+export const ControlTlsConfig = Type.Object(
+  {
+    certFile: PemFile('PEM certificate (chain, leaf first) the control plane serves https with; with keyFile: https, without: http'),
+    keyFile: PemFile('PEM private key of certFile (unencrypted)'),
+    clientCaFile: PemFile('PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS)'),
+  },
+  { ...strict, default: {} },
+);
+
 export const ControlConfig = Type.Object(
   {
     host: Type.String({ minLength: 1, description: 'listen address; loopback unless you mean it' }),
     port: Type.Integer({ minimum: 0, maximum: 65535 }),
+    tls: ControlTlsConfig,
+    allowPlaintextOnNetwork: Type.Boolean({
+      default: false,
+      description: 'true: a non-loopback control.host may serve plain http, its bearer tokens and session keys readable on the network; false: such a bind needs control.tls',
+    }),
     tokens: Type.Array(TokenConfig),
     sessions: ControlSessionsConfig,
     health: ControlHealthConfig,
@@ -201,4 +218,5 @@ export type IdleStrategy = Static<typeof IdleStrategy>;
 export type SloConfig = Static<typeof SloConfig>;
 export type SloObjectiveConfig = Static<typeof SloObjectiveConfig>;
 export type TokenConfig = Static<typeof TokenConfig>;
+export type ControlTlsConfig = Static<typeof ControlTlsConfig>;
 export type SessionRoleName = Static<typeof SessionRoleName>;

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import { deviceRoutes } from './routes/device.js';
-import { countControlRequests, createRegistry, metricsRoutes } from './routes/metrics.js';
+import { countControlRequests, countTlsHandshakeFailures, createRegistry, metricsRoutes } from './routes/metrics.js';
 import { qpRoutes } from './routes/qps.js';
 import { sloRoutes } from './routes/slo.js';
 import { logLevelRoutes } from './routes/log-level.js';
@@ -20,6 +20,7 @@ import type { GatewayState } from '../state.js';
 import { errorCode, sendError } from './errors.js';
 import { documentV1Route, registerOpenApi } from './openapi.js';
 import { EXTENSIONS, notEnabledMessage } from './routes/extensions.js';
+import type { HttpsOptions } from './tls.js';
 
 /** The largest request body the control plane reads; more is 413 payload_too_large. */
 export const BODY_LIMIT = 64 * 1024;
@@ -62,10 +63,14 @@ export interface ControlPlaneOptions {
   state: GatewayState;
   tokens: Token[];
   logger: Logger;
+  /** Serve https with these (control.tls, read by loadControlTls); absent: http. */
+  https?: HttpsOptions;
 }
 
 export async function buildControlPlane(options: ControlPlaneOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    // Fastify types an https instance apart from an http one; the routes use neither's server type.
+    ...(options.https ? { https: options.https } : {}),
     // pino's Logger is Fastify's logger; the cast only drops pino's extra generics.
     loggerInstance: options.logger.child({ component: 'control' }) as FastifyBaseLogger,
     // (the top-level disableRequestLogging option is deprecated since fastify 5.12)
@@ -75,7 +80,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
     // @fastify/swagger-ui took longer than that to register and the gateway exited.
     pluginTimeout: 120_000,
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
-  });
+  }) as unknown as FastifyInstance;
   // Response schemas are the document's (openapi.ts), not a serializer: answers stay JSON.stringify's,
   // as they were before the routes had response schemas, with every field a route sends.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -86,6 +91,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   const registry = createRegistry(options.state);
   metricsRegistries.set(app, registry);
   countControlRequests(app, registry);
+  countTlsHandshakeFailures(app, registry);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   const authenticate = requireToken(store);
   const isV1 = (url: string): boolean => /^\/v1(\/|\?|$)/.test(url);

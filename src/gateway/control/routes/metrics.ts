@@ -319,6 +319,26 @@ export function countControlRequests(app: FastifyInstance, registry: Registry): 
   });
 }
 
+/**
+ * qpgate_control_tls_handshake_failures_total{reason}: TLS handshakes the
+ * https server refused ('tlsClientError': a client that did not trust our
+ * certificate, sent none when one is required, or spoke plain http to it).
+ * `reason` is Node's error code (ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE, ECONNRESET, ...).
+ * Registered on http too (where it stays empty), so /metrics has one set of names.
+ */
+export function countTlsHandshakeFailures(app: FastifyInstance, registry: Registry): void {
+  const failures = new Counter({
+    name: 'qpgate_control_tls_handshake_failures_total',
+    help: 'TLS handshakes the control plane refused or that failed, by error code.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  app.server.on('tlsClientError', (err: NodeJS.ErrnoException) => {
+    failures.inc({ reason: err.code ?? 'unknown' });
+    app.log.debug({ err }, 'TLS handshake failed');
+  });
+}
+
 export async function metricsRoutes(
   app: FastifyInstance,
   opts: { state: GatewayState; registry: Registry; authenticate?: onRequestHookHandler },

@@ -42,6 +42,7 @@ export function statusReport(state: GatewayState) {
     now: new Date().toISOString(),
     uptimeSeconds: (Date.now() - state.startedAt.getTime()) / 1000,
     ready: state.ready,
+    control: { tls: state.controlTls },
     device: deviceReport(state),
     latencies: state.latency.names().map((n) => latencySummary(state.latency.get(n)!)),
     slo: state.slo.report(),
@@ -93,6 +94,10 @@ export async function statusRoutes(app: FastifyInstance, opts: { state: GatewayS
               now: Type.String({ format: 'date-time' }),
               uptimeSeconds: Type.Number(),
               ready: Type.Boolean(),
+              control: Type.Object(
+                { tls: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: true, description: 'https: enabled, certFile, subject, issuer, validFrom, validTo, fingerprint256, clientCertificates' }) },
+                { additionalProperties: true, description: 'the control plane itself' },
+              ),
               device: Type.Object({}, { additionalProperties: true, description: 'as GET /v1/device' }),
               latencies: Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'each latency histogram: count, percentiles, buckets' }),
               slo: Type.Object({}, { additionalProperties: true, description: 'as GET /v1/slo' }),
