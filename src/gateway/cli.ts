@@ -128,7 +128,8 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
         .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
         .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
         .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
-        .addOption(receiveModeOption()),
+        .addOption(receiveModeOption())
+        .option('--http-timeout <ms>', 'how long the handshake with the control plane may take (default 5000)'),
     );
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {

@@ -23,6 +23,8 @@ import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject
 export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {
   name: string;
   account: string[];
+  /** --http-timeout: ms the handshake's HTTP calls may take. */
+  httpTimeout?: string;
 }
 
 export type Parsed =
@@ -38,6 +40,8 @@ const u64 = (s: string | undefined, what: string): bigint => {
   if (s === undefined || !/^[0-9]{1,20}$/.test(s)) throw new Error(`${what}: expected an unsigned integer, got ${s ?? 'nothing'}`);
   return BigInt(s);
 };
+
+const httpTimeout = (opts: SessionCliOptions): number | undefined => (opts.httpTimeout === undefined ? undefined : int(opts.httpTimeout, '--http-timeout'));
 
 /** One line of `qpgate order` input; undefined for a blank or comment line. Throws naming what is wrong. */
 export function parseOrderLine(line: string): Parsed | undefined {
@@ -125,6 +129,7 @@ export async function orderCommand(
     accounts,
     device: clientDevice(opts),
     takeover: true,
+    timeoutMs: httpTimeout(opts),
   }).catch((err: unknown) => {
     throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
   });
@@ -176,7 +181,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: clientDevice(opts), takeover: true }).catch(
+  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: clientDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
     (err: unknown) => {
       throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

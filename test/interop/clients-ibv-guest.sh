@@ -4,7 +4,8 @@
 # rxe_b (10.77.1.2, veth-b) with --backend ibv: a subscriber on the feed, an
 # order session that places, fills and cancels, a risk session whose
 # CMP_SWAP sets the kill switch so that the next order is rejected, and
-# `qpgate pingpong --backend ibv` against rdma-core's ibv_rc_pingpong.
+# `qpgate pingpong --backend ibv` against rdma-core's ibv_rc_pingpong; and
+# rxe_a's port down and up again, which the gateway logs.
 # Prints one JSON line; clients-ibv.test.ts asserts.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,17 +27,26 @@ mark() { times+=" $1=$((SECONDS - t0))"; t0=$SECONDS; }
 client subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
 mark subscribe
+# Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
 # Accounts 1 and 2 in one session: the buy meets the sell of the other account.
 printf 'sell 1001 10000 5 id=1\nbuy 1001 10000 3 id=2 account=2\ncancel 1 1001 id=3\n' >"$work/orders.txt"
-client order --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
+client order --http-timeout 60000 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
 order_status=$?
 mark order
-client risk --name ibv-risk --account 1 --kill --json >"$work/risk.out" 2>"$work/risk.err"
+client risk --http-timeout 60000 --name ibv-risk --account 1 --kill --json >"$work/risk.out" 2>"$work/risk.err"
 risk_status=$?
 printf 'buy 1001 10000 1 id=10\n' >"$work/killed.txt"
-client order --name ibv-order-2 --account 1 --linger 200 --file "$work/killed.txt" --json >"$work/killed.out" 2>"$work/killed.err"
+client order --http-timeout 60000 --name ibv-order-2 --account 1 --linger 200 --file "$work/killed.txt" --json >"$work/killed.out" 2>"$work/killed.err"
 killed_status=$?
 mark risk+killed
+# The port goes down and comes back: the gateway logs both device events.
+port_state=/sys/class/infiniband/$gw_dev/ports/1/state
+ip link set "$QPGATE_VM_VETH_A_NETDEV" down
+for _ in $(seq 30); do grep -q DOWN "$port_state" && break; sleep 0.5; done
+ip link set "$QPGATE_VM_VETH_A_NETDEV" up
+for _ in $(seq 30); do grep -q ACTIVE "$port_state" && break; sleep 0.5; done
+for _ in $(seq 30); do grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/gw.out" && break; sleep 0.5; done
+mark port-bounce
 kill -TERM $gw
 wait $gw
 gw_status=$?

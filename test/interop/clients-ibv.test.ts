@@ -4,7 +4,8 @@
 // The order and risk clients drive their engine from the JS thread: an
 // answer reaches them only because the device's completion channel is in
 // the engine's wait fd (native/src/engine/device_events_agent.h); without it
-// the first order would wait forever. The guest side is clients-ibv-guest.sh.
+// the first order would wait forever. rxe_a's port going down and up again
+// is logged by the gateway, one line each. The guest side is clients-ibv-guest.sh.
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
@@ -64,6 +65,18 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   assert.equal(r.status.killed, 1, `one order, rejected: exit 1\n${r.killed.join('\n')}${where}`);
   const killed = r.killed.map((l) => JSON.parse(l) as Answer);
   assert.ok(killed.some((a) => a.kind === 'reject' && a.clientOrderId === '10' && a.reasonName === 'KILL_SWITCH'), r.killed.join('\n'));
+
+  // The port's bounce: one pino line per event, naming the device and the
+  // port (rxe 6.1 raises PORT_ACTIVE twice on one link up: NETDEV_UP and NETDEV_CHANGE).
+  const logged = r.gwOut.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  for (const event of ['IBV_EVENT_PORT_ERR', 'IBV_EVENT_PORT_ACTIVE']) {
+    const lines = logged.filter((l) => l['event'] === event);
+    assert.ok(lines.length >= 1, `${event} is logged: ${r.gwOut}`);
+    for (const l of lines) {
+      assert.deepEqual([l['component'], l['device'], l['port'], l['msg']], ['device', 'rxe_a', 1, `device event ${event}`]);
+      assert.equal(l['level'], event === 'IBV_EVENT_PORT_ERR' ? 40 : 30, 'a port going down is a warning, coming back is news');
+    }
+  }
 
   assert.equal(r.status.gw, 0, `the gateway did not stop cleanly on SIGTERM: ${where}`);
 

@@ -3,7 +3,10 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+
+#include "engine/record_types.h"
 
 namespace qpgate::engine {
 
@@ -103,8 +106,24 @@ int DeviceEventsAgent::drain(Attached& a) {
       a.counts->lost.fetch_add(1, std::memory_order_relaxed);
     }
     a.kept.push_back(*e);
+    publish(*e, *a.counts);
   }
   return n;
+}
+
+void DeviceEventsAgent::publish(const verbs::AsyncEvent& e, Counts& counts) {
+  if (context_ == nullptr || context_->from_engine == nullptr) return;
+  std::array<std::uint8_t, record_type::kDeviceEventBytes> p{};
+  const auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+  };
+  put32(0, static_cast<std::uint32_t>(e.event_type));
+  put32(4, static_cast<std::uint32_t>(e.element));
+  put32(8, e.element_id);
+  for (int i = 0; i < 8; ++i) p[16 + i] = static_cast<std::uint8_t>(e.context >> (8 * i));
+  if (!context_->from_engine->append(record_type::kDeviceEvent, p.data(), record_type::kDeviceEventBytes)) {
+    counts.lost.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace qpgate::engine

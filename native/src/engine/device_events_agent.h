@@ -9,7 +9,9 @@
 //              going down, a QP in error, or a completion on any of its CQs;
 //   do_work    takes every pending event (ibv_get_async_event acks each),
 //              counts it by type and keeps it for JS (bounded; when JS
-//              does not take them, the oldest go and are counted lost);
+//              does not take them, the oldest go and are counted lost)
+//              and publishes it to JS as a kDeviceEvent record (the
+//              gateway's log; a full ring counts it lost too);
 //              takes the completion events, which re-arms their CQs, and
 //              counts them as work, so the cycle after this one runs before
 //              any park and the CQs' owners poll after the re-arm (the race
@@ -77,7 +79,8 @@ class DeviceEventsAgent final : public Agent {
   };
   Attached* find(const verbs::Device& device);
   const Attached* find(const verbs::Device& device) const;
-  static int drain(Attached& a);
+  int drain(Attached& a);
+  void publish(const verbs::AsyncEvent& e, Counts& counts);
   static int take_completions(Attached& a);
   void watch(const verbs::Device& device);
   void unwatch(const verbs::Device& device);
