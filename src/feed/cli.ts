@@ -11,18 +11,28 @@ import { Option, type Command } from 'commander';
 import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, controlPlaneCommand, DEFAULT_URL, receiveModeOption, resolveTls, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import {
+  addClientDeviceOptions,
+  ClientError,
+  clientDevice,
+  clientDeviceName,
+  controlPlaneCommand,
+  DEFAULT_URL,
+  receiveModeOption,
+  resolveTls,
+  resolveToken,
+  type ClientDeviceFlags,
+  type ClientOptions,
+} from '../gateway/control-client.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
 import { subscribe, type FeedMessage, type FeedSubscriber } from './subscriber.js';
 import { PriceExponents, formatTick, tickJson } from './tick-format.js';
 
-interface SubscribeFlags extends ClientOptions {
+interface SubscribeFlags extends ClientOptions, ClientDeviceFlags {
   feed: string;
   channel: string[];
-  address: string;
-  receiveMode?: 'plain-udp' | 'af-packet';
   count?: string;
   seconds?: string;
   stats?: boolean;
@@ -113,11 +123,12 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ClientError(`--channel must be a channel id (0..65535), got ${JSON.stringify(c)}`);
     return n;
   });
+  const device = clientDevice(flags);
   const channels = await discoverChannels(flags, flags.feed, wanted);
   try {
     return await subscribe({
       engineOptions: {},
-      device: { address: flags.address, receiveMode: flags.receiveMode },
+      device,
       channels,
       onMessage,
       onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
@@ -126,7 +137,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
         : {}),
     });
   } catch (err) {
-    throw new ClientError(`cannot subscribe on ${flags.address}: ${(err as Error).message}`);
+    throw new ClientError(`cannot subscribe on ${clientDeviceName(flags)}: ${(err as Error).message}`);
   }
 }
 
@@ -165,7 +176,7 @@ function runUntil(flags: SubscribeFlags): { done: Promise<void>; take: () => boo
 }
 
 function feedCommand(program: Command, name: string, description: string): Command {
-  return controlPlaneCommand(program, name, description, 'the gateway control plane (for the channels, and recovery)')
+  return addClientDeviceOptions(controlPlaneCommand(program, name, description, 'the gateway control plane (for the channels, and recovery)'))
     .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')

@@ -2,7 +2,7 @@
 // device given by the caller reaches them.
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { Engine } from '../native/engine.js';
-import { Device, kNativeDevice, type OpenDeviceOptions, type QpAttr } from '../native/verbs.js';
+import { Device, kNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr } from '../native/verbs.js';
 
 export interface NativePublisherStats {
   session: number;
@@ -178,10 +178,10 @@ function nativeVerbs(): NativeVerbsForFeed {
 const natives = new WeakMap<object, NativeDevice>();
 
 /**
- * Opens a soft device on `engine` (as verbs.openDevice does) whose native
+ * Opens a device (soft or ibv) on `engine` (as verbs.openDevice does) whose native
  * handle the feed can use. Returns the usual verbs Device.
  */
-export function openFeedDevice(engine: Engine, options: OpenDeviceOptions): Device {
+export function openFeedDevice(engine: Engine, options: OpenDeviceOptions | OpenIbvDeviceOptions): Device {
   const native = nativeVerbs().openDevice(engine.native, { ...options });
   const device = new Device(native as ConstructorParameters<typeof Device>[0]);
   natives.set(device, native);

@@ -5,7 +5,7 @@
 //
 //   const sub = await subscribe({
 //     engineOptions: {},                      // or engine: a started Engine
-//     device: { address: '127.0.0.3' },       // or a Device from openFeedDevice
+//     device: { address: '127.0.0.3' },       // or { kind: 'ibv', name: 'rxe0' }, or a Device from openFeedDevice
 //     channels: [{ id: 1, groupA: '239.77.0.1', groupB: '239.77.0.2' }],
 //   });
 //   sub.on('gap', (g) => console.warn('lost', g));
@@ -21,7 +21,7 @@
 // ('gap' event, stats.unrecoverable). Without options.recovery every gap is
 // unrecoverable.
 import { Engine, type EngineOptions } from '../native/engine.js';
-import type { OpenDeviceOptions } from '../native/verbs.js';
+import type { OpenDeviceOptions, OpenIbvDeviceOptions } from '../native/verbs.js';
 import { FeedBatch, type FeedMessage } from './feed-batch.js';
 export { FeedBatch, type FeedMessage } from './feed-batch.js';
 import { summarize, type LatencySummary } from './latency.js';
@@ -55,8 +55,8 @@ export interface SubscribeOptions {
   /** A started engine to receive on; or give engineOptions and the subscriber starts (and stops) its own. */
   readonly engine?: Engine;
   readonly engineOptions?: EngineOptions;
-  /** A device on that engine (openFeedDevice), or options to open one ({address: '127.0.0.3'}). */
-  readonly device: FeedDevice | OpenDeviceOptions;
+  /** A device on that engine (openFeedDevice), or options to open one: soft {address: '127.0.0.3'}, ibv {kind: 'ibv', name: 'rxe0'}. */
+  readonly device: FeedDevice | OpenDeviceOptions | OpenIbvDeviceOptions;
   readonly channels: readonly SubscriberChannelConfig[];
   /** Largest frame expected (receive buffer size; default 4096). */
   readonly maxFrameSize?: number;
@@ -388,7 +388,7 @@ async function connectRecovery(
   }
 }
 
-function isDeviceOptions(d: SubscribeOptions['device']): d is OpenDeviceOptions {
+function isDeviceOptions(d: SubscribeOptions['device']): d is OpenDeviceOptions | OpenIbvDeviceOptions {
   const o = d as { address?: unknown; name?: unknown; allocPd?: unknown };
   return (typeof o.address === 'string' || typeof o.name === 'string') && typeof o.allocPd !== 'function' && !('native' in o);
 }

@@ -11,7 +11,7 @@ import { DeviceOpenError } from './device/device.js';
 import { TlsConfigError } from './control/tls.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
+import { addClientDeviceOptions, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -124,11 +124,14 @@ function addClientCommands(program: Command, setExit: SetExit): void {
 /** Sessions of our own (order, risk): an RC QP on a soft device of ours (--address), the handshake through the control plane. */
 function addSessionCommands(program: Command, setExit: SetExit): void {
   const session = (name: string, description: string) =>
-    controlPlaneCommand(program, name, description)
-      .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
-      .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
-      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
-      .addOption(receiveModeOption());
+    addClientDeviceOptions(
+      controlPlaneCommand(program, name, description)
+        .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
+        .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
+        .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
+        .addOption(receiveModeOption())
+        .option('--http-timeout <ms>', 'how long the handshake with the control plane may take (default 5000)'),
+    );
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {
       setExit(await fn());

@@ -1,6 +1,7 @@
 // `qpgate status` and `qpgate qps`: read the control plane and print what
 // ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
 import { Option, type Command } from 'commander';
+import type { OpenDeviceOptions, OpenIbvDeviceOptions } from '../native/verbs.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
@@ -23,6 +24,41 @@ export function receiveModeOption(): Option {
   )
     .choices(['plain-udp', 'af-packet'])
     .default('plain-udp');
+}
+
+/** A client's own device, named as the gateway's config names its own (backend.kind, backend.device, backend.gidIndex). */
+export interface ClientDeviceFlags {
+  backend: 'soft' | 'ibv';
+  device?: string;
+  gidIndex?: string;
+  address: string;
+  receiveMode?: 'plain-udp' | 'af-packet';
+}
+
+/** --backend, --device and --gid-index: what a client opens, as backend.kind, backend.device and backend.gidIndex say for the gateway. */
+export function addClientDeviceOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--backend <kind>', "our device: 'soft' (RoCEv2 in user space on --address) or 'ibv' (libibverbs: --device)").choices(['soft', 'ibv']).default('soft'))
+    .option('--device <name>', "ibv: the RDMA device ('rxe0', 'mlx5_0'; ibv_devices lists them)")
+    .option('--gid-index <n>', "ibv: the source GID entry (default: the RoCE v2 IPv4-mapped GID of the port's interface)");
+}
+
+/** openDevice's options for the flags of addClientDeviceOptions; a ClientError names what is missing. */
+export function clientDevice(flags: ClientDeviceFlags): OpenDeviceOptions | OpenIbvDeviceOptions {
+  if (flags.backend !== 'ibv') {
+    if (flags.device !== undefined || flags.gidIndex !== undefined) throw new ClientError('--device and --gid-index are for --backend ibv (the soft device is on --address)');
+    return { address: flags.address, receiveMode: flags.receiveMode };
+  }
+  if (flags.device === undefined) throw new ClientError('--backend ibv needs --device, the RDMA device (ibv_devices lists them)');
+  if (flags.gidIndex === undefined) return { kind: 'ibv', name: flags.device };
+  const gidIndex = Number(flags.gidIndex);
+  if (!/^[0-9]+$/.test(flags.gidIndex) || gidIndex > 255) throw new ClientError(`--gid-index must be a GID table entry (0..255), got ${JSON.stringify(flags.gidIndex)}`);
+  return { kind: 'ibv', name: flags.device, gidIndex };
+}
+
+/** Where the client's device is, for its error messages. */
+export function clientDeviceName(flags: ClientDeviceFlags): string {
+  return flags.backend === 'ibv' ? `the ibv device ${flags.device ?? '(none)'}` : flags.address;
 }
 
 export function controlPlaneCommand(program: Command, name: string, description: string, urlHelp = 'the control plane'): Command {

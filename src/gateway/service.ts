@@ -19,6 +19,7 @@ import { watchEngineFaults } from '../native/engine-faults.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
 import { openGatewayDevice } from './device/device.js';
+import { watchDeviceEvents } from './device/device-events.js';
 import { QpRegistry } from './device/qp-registry.js';
 import { LatencyRegistry } from './metrics/latency-registry.js';
 import { SloService } from './slo/service.js';
@@ -91,11 +92,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   state.heartbeat.start();
   let app: FastifyInstance | undefined;
   let orders: OrdersLifecycle | undefined;
+  let stopDeviceEvents = (): void => {};
   try {
     state.device = openGatewayDevice(config, engine);
     const port = state.device.queryPort();
     const { name, backend, gid, gidReport } = state.device;
     log.info({ device: name, backend, gid, gidReport: gidReport ?? undefined, portState: port.state, activeMtu: port.activeMtu }, 'device open');
+    stopDeviceEvents = watchDeviceEvents(engine, state.device, state.sessionProviders, logger.child({ component: 'device' }));
     state.feeds = await startFeeds(state);
     orders = await startOrders(state);
     await options.attach?.(state);
@@ -117,6 +120,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await app?.close().catch(() => undefined);
     await orders?.close().catch((e: unknown) => log.error({ err: e }, 'closing order entry after a failed start'));
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
+    stopDeviceEvents();
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
     state.heartbeat.stop();
     stopFaultWatch();
@@ -162,6 +166,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       for (const e of extensions) await step('close', () => e.close?.());
       await step('control plane', () => server.close());
       slo.stop();
+      stopDeviceEvents();
       await step('device', () => releaseDevice(state, log));
       state.heartbeat.stop();
       stopFaultWatch();

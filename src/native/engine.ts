@@ -18,6 +18,8 @@ import { RingConsumer, RingProducer } from './spsc-ring.js';
 export const RecordType = {
   /** toEngine: bytes to send back; fromEngine: the bytes + uint64 receive time (CLOCK_MONOTONIC ns, LE). */
   echo: 1,
+  /** fromEngine: one async event of an ibv device (24 bytes: type, element kind, element id, context; native/src/engine/record_types.h). */
+  deviceEvent: 2,
   /** toEngine: messages for one feed channel (docs/protocol.md 2.11). */
   feedPublish: 16,
   /** fromEngine: one live feed frame delivered in order by a subscriber. */

@@ -266,6 +266,8 @@ export interface DeviceCounters {
   readonly ingress: Readonly<Record<string, number>>;
   /** ibv: async events the engine took, by type ('IBV_EVENT_PORT_ERR'), and `lost` (dropped: not taken by getAsyncEvent in time). */
   readonly asyncEvents: Readonly<Record<string, number>>;
+  /** ibv: completion events the engine took from the device's completion channel (each re-armed a CQ), and failures to take them; 0 for soft. */
+  readonly completionEvents: { readonly events: number; readonly errors: number };
 }
 
 // ---------------------------------------------------------------- work requests

@@ -12,7 +12,7 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, getJson, requestGateway, resolveTls, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { baseUrl, ClientError, clientDevice, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../gateway/control-client.js';
 import { table } from '../gateway/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -20,11 +20,11 @@ import { HandshakeError } from './rc-endpoint.js';
 import { jsonLine } from '../gateway/json.js';
 import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject, type SequencedMessage } from './messages.js';
 
-export interface SessionCliOptions extends ClientOptions {
+export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {
   name: string;
   account: string[];
-  address: string;
-  receiveMode?: 'plain-udp' | 'af-packet';
+  /** --http-timeout: ms the handshake's HTTP calls may take. */
+  httpTimeout?: string;
 }
 
 export type Parsed =
@@ -40,6 +40,8 @@ const u64 = (s: string | undefined, what: string): bigint => {
   if (s === undefined || !/^[0-9]{1,20}$/.test(s)) throw new Error(`${what}: expected an unsigned integer, got ${s ?? 'nothing'}`);
   return BigInt(s);
 };
+
+const httpTimeout = (opts: SessionCliOptions): number | undefined => (opts.httpTimeout === undefined ? undefined : int(opts.httpTimeout, '--http-timeout'));
 
 /** One line of `qpgate order` input; undefined for a blank or comment line. Throws naming what is wrong. */
 export function parseOrderLine(line: string): Parsed | undefined {
@@ -126,8 +128,9 @@ export async function orderCommand(
     tls: resolveTls(opts),
     name: opts.name,
     accounts,
-    device: { address: opts.address, receiveMode: opts.receiveMode },
+    device: clientDevice(opts),
     takeover: true,
+    timeoutMs: httpTimeout(opts),
   }).catch((err: unknown) => {
     throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
   });
@@ -179,7 +182,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: { address: opts.address, receiveMode: opts.receiveMode }, takeover: true }).catch(
+  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
     (err: unknown) => {
       throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

@@ -1,5 +1,6 @@
 // The client side of an RC session with the gateway, shared by OrderClient
-// and RiskClient: its own engine (or one given), a soft device, a PD, one CQ,
+// and RiskClient: its own engine (or one given), a device (soft, or ibv: a
+// RoCE NIC or rxe), a PD, one CQ,
 // one registered buffer of message slots, and the RC QP, brought up as
 // rdma-core's rc_pingpong does it — with the peer's QPN, PSN and GID coming
 // from POST /v1/sessions instead of a TCP exchange:
@@ -15,7 +16,11 @@
 // a duty cycle itself (kick: the SENDs leave) and may busy-poll its CQ for
 // `busyPollUs`; otherwise the event loop watches the engine's sockets and
 // protocol deadline (so retransmission and ACK timeouts fire while JS is
-// idle) and calls the client's poll with the completions ready.
+// idle) and calls the client's poll with the completions ready. On ibv the
+// engine's wait fd holds the device's completion channel (every CQ armed,
+// re-armed by the engine's device_events agent before the poll: native/src/
+// engine/device_events_agent.h), so an answer wakes the event loop as a
+// packet on a soft device's socket does.
 import { randomInt } from 'node:crypto';
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 import { Engine, type EngineOptions } from '../native/engine.js';
@@ -25,6 +30,7 @@ import {
   type CompletionQueue,
   type MemoryRegion,
   type OpenDeviceOptions,
+  type OpenIbvDeviceOptions,
   type PathMtu,
   type ProtectionDomain,
   type QueuePair,
@@ -91,8 +97,11 @@ export interface EndpointOptions {
    * polling every turn of the event loop.
    */
   engine?: Engine;
-  /** A device to share, or where to open ours: `{ address: '127.0.0.2' }` (not the gateway's own address). */
-  device?: Device | OpenDeviceOptions;
+  /**
+   * A device to share, or ours to open: soft `{ address: '127.0.0.2' }` (not
+   * the gateway's own address), or ibv `{ kind: 'ibv', name: 'rxe0' }`.
+   */
+  device?: Device | OpenDeviceOptions | OpenIbvDeviceOptions;
   /** Options of our own engine. */
   engineOptions?: EngineOptions;
   /** Path MTU asked for (default 1024; the smaller of the two sides is used). */
@@ -191,8 +200,10 @@ export class RcEndpoint {
     try {
       const given = options.device;
       const ownDevice = !(given instanceof Device);
-      if (ownDevice && (given === undefined || (given.address === undefined && given.name === undefined))) {
-        throw new TypeError("qpgate client: options.device: expected a Device or { address } for our own soft device (e.g. '127.0.0.2', not the gateway's)");
+      if (ownDevice && (given === undefined || (!('address' in given && given.address !== undefined) && given.name === undefined))) {
+        throw new TypeError(
+          "qpgate client: options.device: expected a Device, { address } for our own soft device (e.g. '127.0.0.2', not the gateway's) or { kind: 'ibv', name } for an RDMA device",
+        );
       }
       const device = given instanceof Device ? given : openDevice(engine, given!);
       return new RcEndpoint(engine, ownEngine, device, ownDevice, options, shape);
@@ -367,10 +378,10 @@ export class RcEndpoint {
     });
     this.#qp = qp;
     this.#qpn = qp.qpNum;
-    qp.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
+    qp.modify({ state: 'INIT', pkeyIndex: 0, port: this.device.port, qpAccessFlags: [] });
     beforeHandshake(qp);
     const psn = randomInt(0, 1 << 24);
-    const mtu = Math.min(this.options.mtu ?? 1024, this.device.queryPort(1).activeMtu) as PathMtu;
+    const mtu = Math.min(this.options.mtu ?? 1024, this.device.queryPort().activeMtu) as PathMtu;
     let answer: SessionAnswer;
     try {
       answer = await this.#handshake(qp.qpNum, psn, mtu);
@@ -383,7 +394,8 @@ export class RcEndpoint {
       pathMtu: Math.min(mtu, answer.mtu) as PathMtu,
       destQpNum: answer.qpn,
       rqPsn: answer.psn,
-      ahAttr: { dgid: answer.gid, hopLimit: 64 },
+      // From the device's chosen GID (ibv: not always entry 0; rxe's 0 is link-local IPv6).
+      ahAttr: { dgid: answer.gid, hopLimit: 64, sgidIndex: this.device.gidIndex },
       maxDestRdAtomic: 0,
       minRnrTimer: 1,
     });

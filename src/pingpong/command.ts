@@ -3,13 +3,14 @@
 // script written for the C tools runs against qpgate by changing the name.
 import { Option, type Command } from 'commander';
 
-import type { PathMtu } from '../native/verbs.js';
+import { addClientDeviceOptions, ClientError, clientDevice, type ClientDeviceFlags } from '../gateway/control-client.js';
+import type { OpenIbvDeviceOptions, PathMtu } from '../native/verbs.js';
 import { DEFAULT_PORT } from './exchange.js';
 import { runPingpong } from './pingpong.js';
 
-interface PingpongFlags {
+interface PingpongFlags extends Omit<ClientDeviceFlags, 'address'> {
   transport: 'rc' | 'ud';
-  address: string;
+  address?: string;
   port: string;
   size?: string;
   iters: string;
@@ -24,14 +25,14 @@ interface PingpongFlags {
 const MTUS = ['256', '512', '1024', '2048', '4096'];
 
 export function addPingpongCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const command = program
     .command('pingpong')
     .argument('[server]', 'connect to this ibv_*_pingpong / qpgate pingpong server; without it, be the server')
     .description(
-      'ping-pong SENDs with rdma-core\'s ibv_rc_pingpong or ibv_ud_pingpong (either side) on the soft RoCEv2 backend',
+      'ping-pong SENDs with rdma-core\'s ibv_rc_pingpong or ibv_ud_pingpong (either side) on the soft RoCEv2 backend, or on an RDMA device (--backend ibv)',
     )
     .addOption(new Option('-t, --transport <rc|ud>', 'RC (as ibv_rc_pingpong) or UD (as ibv_ud_pingpong)').choices(['rc', 'ud']).default('rc'))
-    .requiredOption('-a, --address <ipv4>', 'the soft device\'s IPv4 address (an address of a local interface)')
+    .option('-a, --address <ipv4>', 'the soft device\'s IPv4 address (an address of a local interface; --backend soft)')
     .option('-p, --port <port>', 'TCP port of the address exchange', String(DEFAULT_PORT))
     .option('-s, --size <bytes>', 'message size (default 4096 for rc, 1024 for ud)')
     .option('-n, --iters <n>', 'round trips', '1000')
@@ -48,12 +49,12 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
         .choices(['plain-udp', 'af-packet'])
         .default('plain-udp'),
     )
-    .option('--json', 'print the result as JSON after the run')
-    .action(async (server: string | undefined, flags: PingpongFlags) => {
+    .option('--json', 'print the result as JSON after the run');
+  addClientDeviceOptions(command).action(async (server: string | undefined, flags: PingpongFlags) => {
       try {
         const result = await runPingpong({
           transport: flags.transport,
-          address: flags.address,
+          ...deviceOf(flags),
           server,
           port: integer(flags.port, '--port'),
           size: flags.size === undefined ? undefined : integer(flags.size, '--size'),
@@ -73,6 +74,17 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
         setExitCode(1);
       }
     });
+}
+
+// -a for soft (the C tools have no such flag); --backend ibv --device as the gateway's config names them.
+function deviceOf(flags: PingpongFlags): { address: string } | { ibv: OpenIbvDeviceOptions } {
+  if (flags.backend === 'ibv') {
+    if (flags.address !== undefined) throw new ClientError('--address is for --backend soft (an ibv device has its interface\'s address)');
+    return { ibv: clientDevice({ ...flags, address: '' }) as OpenIbvDeviceOptions };
+  }
+  if (flags.address === undefined) throw new ClientError('--address is needed for the soft device (--backend soft): an IPv4 address of a local interface');
+  clientDevice({ ...flags, address: flags.address });  // --device / --gid-index without --backend ibv: said so
+  return { address: flags.address };
 }
 
 function integer(text: string, flag: string): number {

@@ -1,6 +1,7 @@
 // `qpgate pingpong`: rdma-core's ibv_rc_pingpong / ibv_ud_pingpong on the
-// soft RoCEv2 backend, so either end of those tools can be qpgate and the
-// other a kernel (rxe) or hardware device. The QP set-up, the exchange
+// soft RoCEv2 backend (or on an RDMA device through libibverbs: `ibv`), so
+// either end of those tools can be qpgate and the other a kernel (rxe) or
+// hardware device. The QP set-up, the exchange
 // (exchange.ts) and the ping-pong loop follow the C tools step for step:
 //
 //   both sides post rx_depth receives; the client sends first; each side
@@ -26,6 +27,7 @@ import {
   type Device,
   type IcrcPolicy,
   type MemoryRegion,
+  type OpenIbvDeviceOptions,
   type PathMtu,
   type ProtectionDomain,
   type ReceiveMode,
@@ -42,7 +44,9 @@ const SEND_WRID = 2n;
 export interface PingpongOptions {
   readonly transport: 'rc' | 'ud';
   /** The soft device's IPv4 address (it must belong to an interface). */
-  readonly address: string;
+  readonly address?: string;
+  /** Instead of a soft device: an RDMA device through libibverbs ({ kind: 'ibv', name: 'rxe0' }). */
+  readonly ibv?: OpenIbvDeviceOptions;
   /** Client mode: the server's host name or address. Server mode when absent. */
   readonly server?: string;
   readonly port?: number;
@@ -138,7 +142,7 @@ export async function runPingpong(options: PingpongOptions): Promise<PingpongRes
     const checked = pattern === undefined ? undefined : payloadOf(ctx, transport, size).equals(pattern);
     if (checked === false) print('invalid data: the buffer that came back differs from the one sent');
     const counters = finalCounters(ctx);
-    print(`  soft device counters: ${Object.entries(counters).filter(([k, v]) => v !== 0 && /icrc|drop|accepted|malformed/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    print(`  ${ctx.device.backend} device counters: ${Object.entries(counters).filter(([k, v]) => v !== 0 && /icrc|drop|accepted|malformed/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
     return { local, remote, iters, bytes, seconds: loop.seconds, usecPerIter: usec / iters, sent: loop.sent, received: loop.received, checked, counters };
   } finally {
     close(ctx);
@@ -147,11 +151,10 @@ export async function runPingpong(options: PingpongOptions): Promise<PingpongRes
 }
 
 function open(engine: Engine, options: PingpongOptions, transport: 'rc' | 'ud', size: number, rxDepth: number): Context {
-  const device = openDevice(engine, {
-    address: options.address,
-    icrcPolicy: options.icrcPolicy ?? 'strict',
-    receiveMode: options.receiveMode ?? 'plain-udp',
-  });
+  const device =
+    options.ibv !== undefined
+      ? openDevice(engine, options.ibv)
+      : openDevice(engine, { address: options.address, icrcPolicy: options.icrcPolicy ?? 'strict', receiveMode: options.receiveMode ?? 'plain-udp' });
   const pd = device.allocPd();
   const cq = device.createCq(rxDepth + 1);
   const buf = Buffer.alloc(transport === 'ud' ? size + GRH_BYTES : size, 0x7b);
@@ -161,8 +164,8 @@ function open(engine: Engine, options: PingpongOptions, transport: 'rc' | 'ud', 
     sendCq: cq,
     cap: { maxSendWr: 1, maxRecvWr: rxDepth, maxSendSge: 1, maxRecvSge: 1 },
   });
-  if (transport === 'rc') qp.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
-  else qp.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qkey: UD_QKEY });
+  if (transport === 'rc') qp.modify({ state: 'INIT', pkeyIndex: 0, port: device.port, qpAccessFlags: [] });
+  else qp.modify({ state: 'INIT', pkeyIndex: 0, port: device.port, qkey: UD_QKEY });
   return { device, pd, cq, buf, mr, qp };
 }
 
@@ -175,14 +178,14 @@ function connectQp(ctx: Context, transport: 'rc' | 'ud', psn: number, peer: Ping
       rqPsn: peer.psn,
       maxDestRdAtomic: 1,
       minRnrTimer: 12,
-      ahAttr: { dgid: peer.gid, hopLimit: 1, sgidIndex: 0 },
+      ahAttr: { dgid: peer.gid, hopLimit: 1, sgidIndex: ctx.device.gidIndex },
     });
     ctx.qp.modify({ state: 'RTS', timeout: 14, retryCnt: 7, rnrRetry: 7, sqPsn: psn, maxRdAtomic: 1 });
     return;
   }
   ctx.qp.modify({ state: 'RTR' });
   ctx.qp.modify({ state: 'RTS', sqPsn: psn });
-  ctx.ah = ctx.pd.createAh({ dgid: peer.gid, hopLimit: 64, sgidIndex: 0 });
+  ctx.ah = ctx.pd.createAh({ dgid: peer.gid, hopLimit: 64, sgidIndex: ctx.device.gidIndex });
 }
 
 function postRecvs(ctx: Context, transport: 'rc' | 'ud', size: number, n: number): number {

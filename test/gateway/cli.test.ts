@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { QPGATE_BIN, REPO_ROOT } from '../support/paths.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 
-const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-  spawnSync(process.execPath, [QPGATE_BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+const run = (args: string[], env: NodeJS.ProcessEnv = {}, timeout = 20_000) =>
+  spawnSync(process.execPath, [QPGATE_BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout });
 
 test('qpgate --version prints the package version', () => {
   const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -38,6 +38,24 @@ test('usage errors exit 64 (EX_USAGE): an unknown command, an unknown option, a 
   assert.equal(run(['status', '--frob']).status, 64);
   assert.equal(run(['record']).status, 64, '--out is required');
   assert.equal(run(['--help']).status, 0);
+});
+
+test("a client's --backend, --device and --gid-index: what is missing or misplaced is named, nothing is opened", { timeout: 900_000 }, () => {
+  const url = ['--url', 'http://127.0.0.1:9', '--token', 't'];  // nothing listens: the flags fail first
+  const cases: Array<[string[], RegExp]> = [
+    [['order', ...url, '--name', 'n', '--account', '1', '--backend', 'ibv'], /^qpgate order: --backend ibv needs --device, the RDMA device \(ibv_devices lists them\)$/m],
+    [['risk', ...url, '--name', 'n', '--account', '1', '--device', 'rxe0'], /^qpgate risk: --device and --gid-index are for --backend ibv \(the soft device is on --address\)$/m],
+    [['subscribe', ...url, '--backend', 'ibv', '--device', 'rxe0', '--gid-index', '300'], /^qpgate subscribe: --gid-index must be a GID table entry \(0\.\.255\), got "300"$/m],
+    [['pingpong', '--backend', 'ibv'], /^qpgate pingpong: --backend ibv needs --device/m],
+    [['pingpong', '--backend', 'ibv', '--device', 'rxe0', '-a', '127.0.0.2'], /^qpgate pingpong: --address is for --backend soft/m],
+    [['pingpong'], /^qpgate pingpong: --address is needed for the soft device/m],
+  ];
+  for (const [args, message] of cases) {
+    const r = run(args, {}, 120_000);  // seven starts of the CLI: a loaded host takes its time
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, message, args.join(' '));
+  }
+  assert.equal(run(['order', ...url, '--name', 'n', '--backend', 'rdma'], {}, 120_000).status, 64, '--backend takes soft or ibv');
 });
 
 test('a bad config value exits 2 naming the key and what was expected', () => {

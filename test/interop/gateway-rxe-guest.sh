@@ -20,17 +20,8 @@ peer() { timeout 300 ip netns exec "$ns" node "$root/bin/qpgate.js" "$@" --url "
 ip route add 239.0.0.0/8 dev "$QPGATE_VM_NETNS_RXE_NETDEV"
 ip -n "$ns" route add 239.0.0.0/8 dev veth-peer
 
-# node itself in the background (not a function: $! would be a subshell and
-# the TERM below would not reach the gateway). A low synthetic rate: under
-# TCG a 10k/s feed leaves the control plane slower than the clients' 5 s.
-# The peer namespace reaches the control plane over the veth: plain http off
-# loopback, allowed here because the guest's network is this test's alone.
-node "$root/bin/qpgate.js" serve --port 7480 --set state.dir="$work/state" --set backend.kind=ibv --set backend.device="$dev" \
-  --set control.host=0.0.0.0 --set control.allowPlaintextOnNetwork=true --set feeds.synthetic.ratePerSec=200 >"$work/gw.out" 2>&1 &
-gw=$!
-deadline=$((SECONDS + 300))
-until grep -q '"qpgate ready"' "$work/gw.out" || ((SECONDS > deadline)) || ! kill -0 $gw 2>/dev/null; do sleep 1; done
-token=$(cat "$work/state/admin.token" 2>/dev/null)
+source "$root/test/interop/guest-gateway.sh"
+start_ibv_gateway "$dev" 7480 "$work"
 sent0=$(cat "$counters/sent_pkts")
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-before.txt"
 peer subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"

@@ -9,15 +9,11 @@
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { test } from 'node:test';
 
-import { REPO_ROOT } from '../support/paths.js';
+import { guestSkip, runGuestScript } from '../support/rdma-vm.js';
 
 const COUNT = 200;
-const qemu = spawnSync('sh', ['-c', 'command -v qemu-system-x86_64'], { encoding: 'utf8' }).status === 0;
-const required = process.env.QPGATE_REQUIRE_IBV === '1';
 
 interface GuestResult {
   device: { rdma: { backend: string; name: string; gid: string; gidIndex: number; gidReport: string; interface: { name: string } } } | null;
@@ -38,17 +34,8 @@ interface GuestResult {
   gwOut: string;
 }
 
-test('the gateway on rxe (backend.kind ibv): a soft subscriber gets the feed, a soft order session places and cancels, /v1/qps agrees with rdma res', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: 1_200_000 }, () => {
-  assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
-  const run = spawnSync(
-    path.join(REPO_ROOT, 'test/rdma-vm/run'),
-    ['--netns', '--timeout', '900', '--', 'bash', path.join(REPO_ROOT, 'test/interop/gateway-rxe-guest.sh')],
-    { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 64 << 20 },
-  );
-  assert.equal(run.status, 0, `the guest run failed (${run.status}):\n${run.stderr}\n${run.stdout}`);
-  const line = run.stdout.split('\n').find((l) => l.startsWith('{'));
-  assert.ok(line !== undefined, run.stdout);
-  const r = JSON.parse(line) as GuestResult;
+test('the gateway on rxe (backend.kind ibv): a soft subscriber gets the feed, a soft order session places and cancels, /v1/qps agrees with rdma res', { skip: guestSkip, timeout: 1_200_000 }, () => {
+  const r = runGuestScript(['--netns'], 'test/interop/gateway-rxe-guest.sh')[0] as unknown as GuestResult;
   const where = `\n--- gateway:\n${r.gwOut}\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- /proc/net/dev:\n${JSON.stringify(r.netDev, null, 1)}`;
 
   // The device is rxe's, with the RoCE v2 IPv4-mapped GID chosen and said so.

@@ -159,6 +159,15 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
       o.Set("wire", Napi::Object::New(env));
     }
     o.Set("asyncEvents", async_event_counts(env));
+    o.Set("completionEvents", completion_event_counts(env));
+    return o;
+  }
+  // {events, errors}: the CQ events the agent took from the completion channel (ibv), each a CQ re-armed.
+  Napi::Object completion_event_counts(Napi::Env env) const {
+    Napi::Object o = Napi::Object::New(env);
+    const auto load = [&](const std::atomic<std::uint64_t>* a) { return static_cast<double>(a == nullptr ? 0 : a->load(std::memory_order_relaxed)); };
+    o.Set("events", load(event_counts_ ? &event_counts_->completion_events : nullptr));
+    o.Set("errors", load(event_counts_ ? &event_counts_->completion_errors : nullptr));
     return o;
   }
   // {IBV_EVENT_PORT_ERR: 1, ..., lost: 0}: the events the agent took (ibv).

@@ -491,6 +491,12 @@ void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
   Napi::Object verbs = Napi::Object::New(env);
   verbs.Set("openDevice", Napi::Function::New(env, open_device_js, "openDevice", classes));
   verbs.Set("bufferAddress", Napi::Function::New(env, BufferAddress, "bufferAddress"));
+  // ibv_event_type's names by value, for the deviceEvent records (engine/record_types.h).
+  Napi::Array event_types = Napi::Array::New(env, verbs::kEventTypeCount);
+  for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(verbs::kEventTypeCount); ++t) {
+    event_types.Set(t, std::string(verbs::event_type_enum_name(static_cast<verbs::EventType>(t))));
+  }
+  verbs.Set("asyncEventTypes", event_types);
   // Test-only doors (src/native/testing/faults.ts), deliberately not in verbs.ts.
   verbs.Set("__testing_setFaults", Napi::Function::New(env, testing_set_faults, "__testing_setFaults", classes));
   verbs.Set("__testing_faultCounters", Napi::Function::New(env, testing_fault_counters, "__testing_faultCounters", classes));

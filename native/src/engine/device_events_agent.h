@@ -4,15 +4,22 @@
 // for such a device is what ibv_get_async_event asks of a program (wait
 // on the async fd, get each event, ack it):
 //
-//   attach     the device's async fd joins the parker's epoll set, so a
-//              parked engine wakes for a port going down or a QP in error;
+//   attach     the device's async fd and its completion channel's fd join
+//              the parker's epoll set, so a parked engine wakes for a port
+//              going down, a QP in error, or a completion on any of its CQs;
 //   do_work    takes every pending event (ibv_get_async_event acks each),
 //              counts it by type and keeps it for JS (bounded; when JS
-//              does not take them, the oldest go and are counted lost);
-//   detach     before the device is destroyed (its fd closes with it).
+//              does not take them, the oldest go and are counted lost)
+//              and publishes it to JS as a kDeviceEvent record (the
+//              gateway's log; a full ring counts it lost too);
+//              takes the completion events, which re-arms their CQs, and
+//              counts them as work, so the cycle after this one runs before
+//              any park and the CQs' owners poll after the re-arm (the race
+//              ibv_rc_pingpong --events closes the same way);
+//   detach     before the device is destroyed (its fds close with it).
 //
-// Completions are polled by the agents that own the CQs (feed, orders); a
-// parked engine polls them again within BackoffParams::max_park_ns.
+// Completions are polled by whoever owns the CQs (the feed and order agents
+// in their do_work; a JS client after the driven engine's cycles).
 // Only verbs::Device is used, so this agent does not depend on libibverbs.
 #pragma once
 
@@ -40,6 +47,8 @@ class DeviceEventsAgent final : public Agent {
   struct Counts {
     std::array<std::atomic<std::uint64_t>, kEventTypes> by_type{};
     std::atomic<std::uint64_t> lost{0};  // kept events dropped because JS did not take them
+    std::atomic<std::uint64_t> completion_events{0};  // CQ events taken (each one a CQ re-armed)
+    std::atomic<std::uint64_t> completion_errors{0};  // take_completion_events failures
   };
 
   DeviceEventsAgent() = default;
@@ -70,7 +79,11 @@ class DeviceEventsAgent final : public Agent {
   };
   Attached* find(const verbs::Device& device);
   const Attached* find(const verbs::Device& device) const;
-  static int drain(Attached& a);
+  int drain(Attached& a);
+  void publish(const verbs::AsyncEvent& e, Counts& counts);
+  static int take_completions(Attached& a);
+  void watch(const verbs::Device& device);
+  void unwatch(const verbs::Device& device);
 
   AgentContext* context_ = nullptr;
   std::vector<Attached> devices_;

@@ -39,6 +39,7 @@ struct NamedRecordType {
 };
 inline constexpr NamedRecordType kRecordTypes[] = {
     {"echo", engine::record_type::kEcho},
+    {"deviceEvent", engine::record_type::kDeviceEvent},
     {"feedPublish", feed::records::kFeedPublish},
     {"feedFrame", feed::records::kFeedFrame},
     {"feedGap", feed::records::kFeedGap},

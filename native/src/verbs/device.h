@@ -184,6 +184,14 @@ class Device {
   // backend's engine waits on async_fd() (an eventfd or the verbs async fd).
   virtual std::optional<AsyncEvent> get_async_event() = 0;
   virtual int async_fd() const = 0;
+
+  // Completion events (ibv: the completion channel all the device's CQs
+  // share): readable when an armed CQ got a completion; -1 when the device
+  // raises none (the soft device's agent polls its own sockets).
+  virtual int completion_fd() const { return -1; }
+  // Takes the pending completion events without blocking and re-arms each
+  // CQ they name; returns how many. The CQs' owners poll them afterwards.
+  virtual Result<std::size_t> take_completion_events() { return std::size_t{0}; }
 };
 
 }  // namespace qpgate::verbs

@@ -26,6 +26,7 @@ Error call_error(int code, const std::string& what) {
 }
 
 DeviceShared::~DeviceShared() {
+  if (channel != nullptr) ibv_destroy_comp_channel(channel);  // after the CQs: each holds this
   if (ctx != nullptr) ibv_close_device(ctx);
 }
 
@@ -256,6 +257,8 @@ class IbvDeviceImpl final : public IbvDevice {
     return out;
   }
   int async_fd() const override { return d_->ctx->async_fd; }
+  int completion_fd() const override { return d_->channel->fd; }
+  Result<std::size_t> take_completion_events() override { return take_cq_events(*d_); }
 
   const GidChoice& gid() const override { return d_->gid; }
   const std::string& netdev() const override { return d_->netdev; }
@@ -313,6 +316,7 @@ Result<std::unique_ptr<IbvDevice>> open_ibv_device(const IbvDeviceOptions& o) {
   if (fl < 0 || fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) != 0) {
     return call_error(errno, "fcntl O_NONBLOCK on the async fd of " + d->name);
   }
+  if (Status s = make_completion_channel(*d); !s.ok()) return s.error();
 
   ibv_device_attr da{};
   if (int rc = ibv_query_device(d->ctx, &da); rc != 0) return call_error(errno_of(rc), "ibv_query_device on " + d->name);

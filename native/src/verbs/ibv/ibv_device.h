@@ -6,8 +6,10 @@
 //     GID: the RoCE v2 IPv4-mapped GID of the bound interface, chosen
 //          automatically (gid_select.h) and reported; overridable by index
 //     alloc_pd → reg_mr, create_ah, create_srq, create_qp
-//     create_cq: each CQ has its own completion channel (non-blocking fd)
-//          so a parked engine waits on it in epoll (engine/parker.h)
+//     create_cq: every CQ raises its events on the device's one completion
+//          channel (completion_fd(), non-blocking), armed from its creation
+//          and re-armed by take_completion_events(), so a parked engine
+//          waits on it in epoll (engine/parker.h)
 //
 // What the backend adds to the calls it wraps:
 //  - check_modify_qp() before ibv_modify_qp, against the QP's real state
@@ -50,18 +52,15 @@ struct IbvDeviceOptions {
   std::optional<std::uint32_t> gid_index;  // overrides the automatic choice
 };
 
-// A CQ of this backend, with its completion channel for event mode:
-//   req_notify() → park in epoll on channel_fd() → get_event() → poll().
-// Arm again before parking: one arm, at most one event (ibv_req_notify_cq).
+// A CQ of this backend. Its events go to the device's completion channel:
+//   park in epoll on Device::completion_fd() → take_completion_events()
+//   (re-arms the CQs named) → poll().
 class IbvCompletionQueue : public CompletionQueue {
  public:
-  virtual int channel_fd() const = 0;  // non-blocking; readable when an event is pending
   // ibv_req_notify_cq: the next completion (solicited_only: the next
-  // solicited or error completion) raises an event on channel_fd().
+  // solicited or error completion) raises an event on the device's channel.
+  // Every CQ is armed at creation; one arm, at most one event.
   virtual Status req_notify(bool solicited_only) = 0;
-  // Takes and acknowledges one pending event without blocking (ibv_get_cq_event
-  // + ibv_ack_cq_events); false when none is pending.
-  virtual Result<bool> get_event() = 0;
 };
 
 class IbvDevice : public Device {

@@ -69,6 +69,9 @@ struct DeviceShared {
   ModifyLimits limits;
   std::string backend_label;  // "the ibv backend (rxe0)", for ModifyLimits::backend_name
   McastIpJoins joins;
+  // One completion channel for all the device's CQs (non-blocking fd): the
+  // engine watches one fd per device, and ibv_get_cq_event names the CQ.
+  ibv_comp_channel* channel = nullptr;
 
   DeviceShared() = default;
   ~DeviceShared();
@@ -87,11 +90,11 @@ struct PdHolder {
 struct EventTarget {
   std::uint64_t user_context = 0;
   bool cq_error = false;  // CQ: IBV_EVENT_CQ_ERR was seen (overrun)
+  std::uint32_t unacked_events = 0;  // CQ: completion events taken, not yet acked (acked in batches)
 };
 
 struct CqHolder {
   std::shared_ptr<DeviceShared> dev;
-  ibv_comp_channel* channel = nullptr;
   ibv_cq* cq = nullptr;
   EventTarget target;
   ~CqHolder();
@@ -104,6 +107,11 @@ struct SrqHolder {
   std::uint32_t max_sge = 0;
   ~SrqHolder();
 };
+
+// The device's completion channel, made non-blocking; and taking its pending
+// events without blocking, each CQ re-armed as it is named (ibv_cq.cc).
+Status make_completion_channel(DeviceShared& dev);
+Result<std::size_t> take_cq_events(DeviceShared& dev);
 
 // Factories of the objects in ibv_pd.cc, ibv_cq.cc, ibv_qp.cc.
 Result<std::unique_ptr<ProtectionDomain>> make_pd(std::shared_ptr<DeviceShared> dev);

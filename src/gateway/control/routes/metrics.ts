@@ -179,6 +179,15 @@ function deviceMetrics(registry: Registry, state: GatewayState): void {
   counter('qpgate_device_async_events_lost_total', 'Async events dropped because nothing took them from the engine in time.', [], (inc, c) => {
     inc({}, c.asyncEvents['lost'] ?? 0);
   });
+  counter(
+    'qpgate_device_completion_events_total',
+    "Completion events the engine took from an ibv device's completion channel (each woke it or re-armed a CQ).",
+    [],
+    (inc, c) => inc({}, c.completionEvents.events),
+  );
+  counter('qpgate_device_completion_event_errors_total', "Failures to take an ibv device's completion events (ibv_get_cq_event, ibv_req_notify_cq).", [], (inc, c) =>
+    inc({}, c.completionEvents.errors),
+  );
   new Gauge({
     name: 'qpgate_device_hw_counter',
     help: "An ibv device's own counters (sysfs hw_counters, as `rdma statistic` shows them), by name.",

@@ -1,0 +1,62 @@
+// The async events of the gateway's ibv device in the log: the engine's
+// device_events agent publishes each one as a deviceEvent record
+// (native/src/engine/record_types.h), so nothing here calls into the engine
+// (a stalled engine must not freeze the control plane). One pino line each,
+// naming the device, the port and the element (QPN, CQ, SRQ). A QP that went
+// fatal ends the session on it: its provider closes it (cancel-on-disconnect
+// for trading) and the line says which session and why.
+import { loadAddon } from '../../native/addon.js';
+import { RecordType, type Engine } from '../../native/engine.js';
+import type { Device } from '../../native/verbs.js';
+import type { Logger } from '../log.js';
+import type { SessionProvider } from '../sessions/provider.js';
+
+const ELEMENTS = ['DEVICE', 'PORT', 'QP', 'CQ', 'SRQ'] as const;
+
+export interface DeviceEventRecord {
+  type: string;
+  element: (typeof ELEMENTS)[number];
+  elementId: number;
+  context: bigint;
+}
+
+/** A deviceEvent record's 24 bytes (native/src/engine/record_types.h kDeviceEvent). */
+export function decodeDeviceEvent(p: Uint8Array, typeNames: readonly string[]): DeviceEventRecord {
+  const v = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  const type = v.getUint32(0, true);
+  return {
+    type: typeNames[type] ?? `IBV_EVENT_${type}`,
+    element: ELEMENTS[v.getUint32(4, true)] ?? 'DEVICE',
+    elementId: v.getUint32(8, true),
+    context: v.getBigUint64(16, true),
+  };
+}
+
+// Events that say something went wrong (warn); the rest (PORT_ACTIVE, COMM_EST, ...) are news (info).
+const TROUBLE = /ERR|FATAL|LIMIT|LAST_WQE/;
+const QP_ENDING = new Set(['IBV_EVENT_QP_FATAL', 'IBV_EVENT_QP_REQ_ERR', 'IBV_EVENT_QP_ACCESS_ERR']);
+
+/** Logs the device's events as they come; returns the unsubscribe. */
+export function watchDeviceEvents(engine: Engine, device: Device, providers: readonly SessionProvider[], log: Logger): () => void {
+  const names = (loadAddon() as unknown as { verbs: { asyncEventTypes: string[] } }).verbs.asyncEventTypes;
+  return engine.onRecord(RecordType.deviceEvent, (payload) => {
+    const e = decodeDeviceEvent(payload, names);
+    const where = { device: device.name, port: e.element === 'PORT' ? e.elementId : device.port };
+    const element = e.element === 'QP' ? { qpn: e.elementId } : e.element === 'CQ' ? { cq: e.elementId } : e.element === 'SRQ' ? { srq: e.elementId } : {};
+    const line = { ...where, event: e.type, ...element };
+    if (e.element === 'QP' && QP_ENDING.has(e.type)) {
+      const ended = endSessionOn(e.elementId, providers);
+      log.warn({ ...line, ...(ended ?? {}) }, ended ? `device event ${e.type}: session ${ended.session} ended` : `device event ${e.type}`);
+      return;
+    }
+    (TROUBLE.test(e.type) ? log.warn.bind(log) : log.info.bind(log))(line, `device event ${e.type}`);
+  });
+}
+
+function endSessionOn(qpn: number, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
+  for (const p of providers) {
+    const s = p.list().find((x) => x.qpn === qpn);
+    if (s !== undefined && p.close(s.id)) return { session: s.id, role: s.role, name: s.name };
+  }
+  return undefined;
+}
