@@ -66,9 +66,9 @@ export async function cancelResting(clients: OrderClient[], check: CheckResult, 
   return cancelled;
 }
 
-export async function checkRisk(url: string, device: Device, engine: Engine, check: CheckResult): Promise<void> {
+export async function checkRisk(url: string, device: Device, engine: Engine, check: CheckResult, timeoutMs?: number): Promise<void> {
   const accounts = Array.from({ length: SESSIONS }, (_, s) => BigInt(s + 1));
-  const risk = await RiskClient.connect({ url, token: TOKENS.ops, name: 'risk-check', accounts, engine, device });
+  const risk = await RiskClient.connect({ url, token: TOKENS.ops, name: 'risk-check', accounts, engine, device, timeoutMs });
   try {
     for (const account of accounts) {
       const w = await risk.readAll(account);

@@ -64,6 +64,9 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
     // (the top-level disableRequestLogging option is deprecated since fastify 5.12)
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
+    // Fastify's default (10 s) is a start failure on a slow host: in the rdma-vm guest (qemu TCG, load 17)
+    // @fastify/swagger-ui took longer to register and the gateway exited (test/campaign/campaign.test.ts).
+    pluginTimeout: 120_000,
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   });
   // Response schemas are the document's (openapi.ts), not a serializer: answers stay JSON.stringify's,

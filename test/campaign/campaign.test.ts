@@ -1,0 +1,111 @@
+// The fault campaign of issue 13, with real network faults: inside the
+// rdma-vm guest (the host kernel has no netem), the gateway (`qpgate serve`,
+// soft backend) in network namespace qg-gw and its clients in qg-cl, joined
+// by a veth pair with `tc netem` on both ends, cycling loss 1 %, loss 10 %,
+// duplication, reordering, delay with jitter and a rate limit (netem.ts says
+// why phases). Three subscribers with recovery take the multicast feed and
+// eight order sessions stream orders while the gateway is SIGKILLed and
+// restarted on its state dir; then the last life soaks without kills.
+//
+// What a user relies on, asserted:
+//   - 0 acknowledged orders lost and 0 fills lost: every session's app_seqs
+//     run 1, 2, 3... across all lives, every order has exactly one answer,
+//     fills and cancels match the reference model, every Ack seen before a
+//     kill is answered identically at the end, risk words match;
+//   - no silent feed loss: in every (subscriber, life), each sequence between
+//     its first and its last delivery arrived (live or recovered) or lies in
+//     a range a 'gap' event reported, and the messages the native subscriber
+//     counts unrecoverable are exactly those reported;
+//   - the gateway's RSS and CPU flat over the soak (SOAK_LIMITS below).
+//
+// What CI runs (the default) and why: node under TCG is slow — on this 2-CPU
+// machine with other builds running a gateway start takes 10-60 s and the
+// guest delivers a few thousand ticks a second to the three subscribers — so
+// the issue's counts (1,000,000 ticks, 100,000 orders) do not fit in ~8
+// minutes. The defaults below are the largest that did; the QPGATE_CAMPAIGN_*
+// variables (passed into the guest) scale up to the issue's figures and
+// beyond, e.g. QPGATE_CAMPAIGN_ORDERS=100000 QPGATE_CAMPAIGN_KILLS=20
+// QPGATE_CAMPAIGN_SOAK_S=1800 for a long soak.
+//
+// Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { REPO_ROOT } from '../support/paths.js';
+import type { LifeRecord } from './campaign-feed.js';
+import type { OrdersReport } from './campaign-orders.js';
+import type { Flatness } from './process-sampler.js';
+
+const qemu = spawnSync('sh', ['-c', 'command -v qemu-system-x86_64'], { encoding: 'utf8' }).status === 0;
+const required = process.env.QPGATE_REQUIRE_IBV === '1';
+
+/**
+ * Flat: the mean of the soak's last third within these fractions of its
+ * first third (after the warm-up). Measured in the guest (see the report in
+ * the header): RSS moved by under 3 % between thirds with no leak; CPU per
+ * second moves with the host's load (TCG), so its bound is looser.
+ */
+const SOAK_LIMITS = { rss: 0.1, cpu: 0.5 };
+
+interface Campaign {
+  config: Record<string, number>;
+  killPhaseS: number;
+  restartS: number[];
+  lastExit: number | null;
+  netem: Record<string, { sent: number; dropped: number }>;
+  feed: Array<Omit<LifeRecord, 'summary'> & { summary: Record<string, unknown> & { silent: Array<{ from: string; end: string }>; reported: string; tail: string; live: number; outOfOrder: number; foreign: number } }>;
+  orders: OrdersReport;
+  soak: { rss: Flatness; cpu: Flatness };
+}
+
+function runCampaign(): Campaign {
+  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', '1500', '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+  });
+  assert.equal(run.status, 0, `the guest run failed (${run.status}):\n${run.stderr}\n${run.stdout}`);
+  const line = run.stdout.split('\n').find((l) => l.startsWith('{"campaign"'));
+  assert.ok(line, `no campaign report:\n${run.stderr}\n${run.stdout}`);
+  const c = (JSON.parse(line) as { campaign: Campaign }).campaign;
+  console.log(`# ${run.stderr.split('\n').filter((l) => l.startsWith('rdma-vm:')).join(' ')}`);
+  return c;
+}
+
+test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: 1_800_000 }, () => {
+  assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
+  const c = runCampaign();
+  const o = c.orders;
+  console.log(`# orders: ${o.answered}/${o.orders} answered, ${o.acked} acked, ${o.rejected} rejected, ${o.trades} trades; resent ${o.resent}, duplicates dropped ${o.duplicates}`);
+  console.log(`# ${c.restartS.length} kills in ${c.killPhaseS.toFixed(0)} s, restarts took ${c.restartS.map((s) => s.toFixed(1)).join(', ')} s`);
+  console.log(`# netem ${JSON.stringify(c.netem)}`);
+  console.log(`# soak: rss ${JSON.stringify(c.soak.rss)} cpu ${JSON.stringify(c.soak.cpu)}`);
+
+  // Every phase ran and the loss phases dropped packets: the faults were real.
+  assert.ok(c.netem['loss 10%'] && c.netem['loss 10%'].dropped > 0, `netem dropped nothing at 10 %: ${JSON.stringify(c.netem)}`);
+  assert.equal(c.restartS.length, c.config['kills']);
+  assert.equal(c.lastExit, 0, 'the last gateway stopped cleanly on SIGTERM');
+
+  assert.equal(o.error, null, `orders against the model: ${o.error}`);
+  assert.deepEqual(o.lostAcks, [], 'acks seen before a kill, not answered the same way at the end');
+  assert.equal(o.answered, o.orders);
+
+  let recovered = 0;
+  for (const r of c.feed) {
+    const where = `life ${r.life}, subscriber ${r.subscriber}: ${JSON.stringify(r)}`;
+    console.log(`# feed life ${r.life} sub ${r.subscriber}: live ${r.summary.live}, recovered ${r.stats.recovered}, reported lost ${r.summary.reported}, tail ${r.summary.tail}, snapshots ${r.stats.snapshots}`);
+    assert.ok(r.summary.live > 0, `no live message reached the subscriber: ${where}`);
+    assert.deepEqual(r.summary.silent, [], `messages lost without a gap report: ${where}`);
+    assert.equal(r.summary.outOfOrder, 0, where);
+    assert.equal(r.summary.foreign, 0, where);
+    assert.equal(BigInt(r.summary.reported), BigInt(r.stats.unrecoverable), `counted unrecoverable but not reported with a range: ${where}`);
+    recovered += r.stats.recovered;
+  }
+  assert.ok(recovered > 0, 'no gap was recovered: the faults did not reach the feed');
+
+  assert.ok(c.soak.rss.samples >= 9, `too few soak samples: ${c.soak.rss.samples}`);
+  assert.ok(c.soak.rss.growth < SOAK_LIMITS.rss, `RSS grew ${(c.soak.rss.growth * 100).toFixed(1)} % over the soak`);
+  assert.ok(c.soak.cpu.growth < SOAK_LIMITS.cpu, `CPU grew ${(c.soak.cpu.growth * 100).toFixed(1)} % over the soak`);
+});
