@@ -21,12 +21,12 @@ import { applyPhase, clearLinks, netemCounters, PHASES, type Link } from './nete
 import { flatness, ProcessSampler } from './process-sampler.js';
 
 const env = (k: string, d: number): number => Number(process.env[k] ?? d);
-const KILLS = env('QPGATE_CAMPAIGN_KILLS', 4);
-const KILL_MS = env('QPGATE_CAMPAIGN_KILL_MS', 8000);
+const KILLS = env('QPGATE_CAMPAIGN_KILLS', 2);
+const KILL_MS = env('QPGATE_CAMPAIGN_KILL_MS', 10_000);
 const SOAK_S = env('QPGATE_CAMPAIGN_SOAK_S', 60);
 const PHASE_MS = env('QPGATE_CAMPAIGN_PHASE_MS', 5000);
 const RATE = env('QPGATE_CAMPAIGN_TICK_RATE', 500);
-const ORDERS = env('QPGATE_CAMPAIGN_ORDERS', 8000);
+const ORDERS = env('QPGATE_CAMPAIGN_ORDERS', 800);
 const WARMUP_S = env('QPGATE_CAMPAIGN_WARMUP_S', 10);
 
 const GW_NS = 'qg-gw';
@@ -39,6 +39,10 @@ const LINKS: Link[] = [{ netns: GW_NS, dev: 'gw0' }, { dev: 'cl0' }];
 
 const log = (msg: string): void => void process.stderr.write(`campaign [${process.uptime().toFixed(1)} s]: ${msg}\n`);
 
+// cancelOnDisconnect off: under netem and TCG a session's QP can exhaust its
+// retries (the client reconnects, campaign-orders.ts), and the reference model
+// (test/orders/reference-book.ts) knows no disconnects; the campaign is about
+// what is lost, not about that policy (test/orders covers it).
 function writeConfig(): { file: string; stateDir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-campaign-'));
   const file = join(dir, 'config.yaml');
@@ -56,7 +60,8 @@ feeds:
     - {id: 1, groupA: "${GROUP}", heartbeatMs: 20}
   instruments: {count: 40}
   synthetic: {enabled: true, ratePerSec: ${RATE}}
-${ordersYaml({ selfMatch: 'cancel-oldest' })}`,
+${ordersYaml({ selfMatch: 'cancel-oldest' })}    cancelOnDisconnect: false
+`,
   );
   return { file, stateDir: join(dir, 'state') };
 }
@@ -72,11 +77,15 @@ async function startGateway(file: string, stateDir: string): Promise<GatewayProc
   return gw;
 }
 
+/** What the soak's RSS is made of, scraped beside it: the retransmission ring fills (and its pages become resident) until it wraps. */
+const gauges: Array<{ t: number; ringFrames?: number; heapUsed?: number }> = [];
+
 /** The gateway's next feed sequence, scraped: what it had published by then. */
 async function publishedEnd(): Promise<bigint> {
   try {
     const m = await scrape(URL);
     const v = m('qpgate_feed_next_sequence', 'qpgate_feed_next_sequence', { channel: '1' });
+    gauges.push({ t: process.uptime(), ringFrames: m('qpgate_feed_retransmit_ring_frames', 'qpgate_feed_retransmit_ring_frames', { channel: '1' }), heapUsed: m('nodejs_heap_size_used_bytes', 'nodejs_heap_size_used_bytes') });
     return v === undefined ? 0n : BigInt(Math.floor(v));
   } catch {
     return 0n;
@@ -156,6 +165,7 @@ async function main(): Promise<void> {
   }
   const killPhaseS = (Date.now() - t0) / 1000;
   const sampler = new ProcessSampler(gw.child.pid!);
+  const soakFrom = process.uptime();
   const soakEnd = Date.now() + SOAK_S * 1000;
   while (Date.now() < soakEnd) {
     const p = await publishedEnd();
@@ -185,7 +195,7 @@ async function main(): Promise<void> {
         netem: phases.counts,
         feed: feed.records,
         orders: report,
-        soak: { samples: sampler.samples, rss: flatness(sampler.samples, WARMUP_S, (s) => s.rssKiB), cpu: flatness(sampler.samples, WARMUP_S, (s) => s.cpu) },
+        soak: { gauges: gauges.filter((g) => g.t >= soakFrom), samples: sampler.samples, rss: flatness(sampler.samples, WARMUP_S, (s) => s.rssKiB), cpu: flatness(sampler.samples, WARMUP_S, (s) => s.cpu) },
       }),
     }),
   );

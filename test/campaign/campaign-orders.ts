@@ -12,6 +12,9 @@ import { checkAgainstModel, orderStream, type StreamOrder } from '../orders/mode
 import { TOKENS } from '../orders/support.js';
 import { HTTP_TIMEOUT_MS } from './campaign-feed.js';
 
+/** Under TCG the last answers and their resends take far longer than quiesce()'s 30 s default. */
+const QUIESCE_MS = 180_000;
+
 export interface OrdersReport {
   orders: number;
   answered: number;
@@ -91,7 +94,7 @@ export class OrderSide {
 
   async reconnect(): Promise<void> {
     this.#gatewayDown = false;
-    for (const c of this.clients) if (!c.connected) await c.reconnect();
+    await Promise.all(this.clients.filter((c) => !c.connected).map((c) => c.reconnect()));
   }
 
   get done(): boolean {
@@ -104,10 +107,10 @@ export class OrderSide {
     let check: ReturnType<typeof checkAgainstModel> | undefined;
     try {
       await this.#all;
-      await quiesce(url, this.clients);
+      await quiesce(url, this.clients, QUIESCE_MS);
       check = checkAgainstModel(this.#streams, this.messages, 'cancel-oldest');
       await cancelResting(this.clients, check, 50_000_000n);
-      await quiesce(url, this.clients);
+      await quiesce(url, this.clients, QUIESCE_MS);
       await checkRisk(url, this.#device!, this.#engine, check, HTTP_TIMEOUT_MS);
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);

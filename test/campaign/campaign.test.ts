@@ -18,14 +18,17 @@
 //     counts unrecoverable are exactly those reported;
 //   - the gateway's RSS and CPU flat over the soak (SOAK_LIMITS below).
 //
-// What CI runs (the default) and why: node under TCG is slow — on this 2-CPU
-// machine with other builds running a gateway start takes 10-60 s and the
-// guest delivers a few thousand ticks a second to the three subscribers — so
-// the issue's counts (1,000,000 ticks, 100,000 orders) do not fit in ~8
-// minutes. The defaults below are the largest that did; the QPGATE_CAMPAIGN_*
-// variables (passed into the guest) scale up to the issue's figures and
-// beyond, e.g. QPGATE_CAMPAIGN_ORDERS=100000 QPGATE_CAMPAIGN_KILLS=20
-// QPGATE_CAMPAIGN_SOAK_S=1800 for a long soak.
+// What CI runs (the default) and why: node under TCG is slow. Measured on
+// this 2-CPU machine at load average 15-20 (other builds running): the
+// driver takes ~50 s to load, a gateway start 53-130 s, reconnecting the
+// eight order sessions after a restart ~2 min, and the whole 1-kill, 800-order
+// run 9.0 min (rdma-vm total). The issue's counts (1,000,000 ticks, 100,000
+// orders) do not fit in ~8 minutes, so CI runs 2 SIGKILL/restart cycles
+// 10 s apart, 800 orders, a 500/s synthetic feed (~100k ticks per subscriber
+// over the run) and a 60 s soak. The QPGATE_CAMPAIGN_* variables (passed into
+// the guest) scale it to the issue's figures and beyond, e.g.
+// QPGATE_CAMPAIGN_ORDERS=100000 QPGATE_CAMPAIGN_KILLS=20
+// QPGATE_CAMPAIGN_TICK_RATE=2000 QPGATE_CAMPAIGN_SOAK_S=1800.
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
@@ -47,7 +50,7 @@ const required = process.env.QPGATE_REQUIRE_IBV === '1';
  * the header): RSS moved by under 3 % between thirds with no leak; CPU per
  * second moves with the host's load (TCG), so its bound is looser.
  */
-const SOAK_LIMITS = { rss: 0.1, cpu: 0.5 };
+const SOAK_LIMITS = { rss: 0.05, cpu: 0.5 };
 
 interface Campaign {
   config: Record<string, number>;
@@ -105,7 +108,7 @@ test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SI
   }
   assert.ok(recovered > 0, 'no gap was recovered: the faults did not reach the feed');
 
-  assert.ok(c.soak.rss.samples >= 9, `too few soak samples: ${c.soak.rss.samples}`);
+  assert.ok(c.soak.rss.samples >= 6, `too few soak samples: ${c.soak.rss.samples}`);
   assert.ok(c.soak.rss.growth < SOAK_LIMITS.rss, `RSS grew ${(c.soak.rss.growth * 100).toFixed(1)} % over the soak`);
   assert.ok(c.soak.cpu.growth < SOAK_LIMITS.cpu, `CPU grew ${(c.soak.cpu.growth * 100).toFixed(1)} % over the soak`);
 });
