@@ -57,7 +57,7 @@ export class OrderSide {
     this.#device = openDevice(this.#engine, { address: this.address });
     for (let s = 0; s < SESSIONS; s++) {
       // takeover: after a QP error the gateway may still hold the session as connected (409 otherwise).
-      const c = await OrderClient.connect({ url, token: TOKENS.desk, name: `campaign-${s}`, accounts: [BigInt(s + 1)], engine: this.#engine, device: this.#device, window: 32, timeoutMs: HTTP_TIMEOUT_MS, takeover: true });
+      const c = await OrderClient.connect({ url, token: TOKENS.desk, name: `campaign-${s}`, accounts: [BigInt(s + 1)], engine: this.#engine, device: this.#device, window: 32, timeoutMs: HTTP_TIMEOUT_MS, helloTimeoutMs: HTTP_TIMEOUT_MS, takeover: true });
       c.on('message', (m: SequencedMessage) => {
         this.messages[s]!.push(m);
         if (m.kind === 'ack' || m.kind === 'reject') this.answered++;
@@ -74,15 +74,20 @@ export class OrderSide {
     if (this.#gatewayDown || reason === 'disconnect() called') return;
     const kind = reason.replace(/\d+/g, 'N');
     this.drops.set(kind, (this.drops.get(kind) ?? 0) + 1);
-    void (async () => {
-      while (!c.connected && !this.#gatewayDown) {
-        try {
-          await c.reconnect();
-        } catch {
-          await new Promise((r) => setTimeout(r, 1000));
-        }
+    void this.#reconnectOne(c);
+  }
+
+  /** Reconnects until it works (a failed attempt is counted under its reason) or the gateway is killed. */
+  async #reconnectOne(c: OrderClient): Promise<void> {
+    while (!c.connected && !this.#gatewayDown) {
+      try {
+        await c.reconnect();
+      } catch (e) {
+        const kind = `reconnect failed: ${(e instanceof Error ? e.message : String(e)).replace(/\d+/g, 'N')}`;
+        this.drops.set(kind, (this.drops.get(kind) ?? 0) + 1);
+        await new Promise((r) => setTimeout(r, 1000));
       }
-    })();
+    }
   }
 
   /** The gateway was killed: remember what it had acked, drop the sessions. */
@@ -94,7 +99,7 @@ export class OrderSide {
 
   async reconnect(): Promise<void> {
     this.#gatewayDown = false;
-    await Promise.all(this.clients.filter((c) => !c.connected).map((c) => c.reconnect()));
+    await Promise.all(this.clients.map((c) => this.#reconnectOne(c)));
   }
 
   get done(): boolean {
