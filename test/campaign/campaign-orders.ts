@@ -77,8 +77,24 @@ export class OrderSide {
     void this.#reconnectOne(c);
   }
 
+  /**
+   * One reconnect loop per client: two reconnect() calls at once on one
+   * OrderClient crashed the process (an uncaught 'qpgate client: not
+   * connected' from its poll timer; reported, not fixed in the library).
+   */
+  readonly #reconnecting = new Map<OrderClient, Promise<void>>();
+
+  #reconnectOne(c: OrderClient): Promise<void> {
+    let p = this.#reconnecting.get(c);
+    if (p === undefined) {
+      p = this.#reconnectLoop(c).finally(() => this.#reconnecting.delete(c));
+      this.#reconnecting.set(c, p);
+    }
+    return p;
+  }
+
   /** Reconnects until it works (a failed attempt is counted under its reason) or the gateway is killed. */
-  async #reconnectOne(c: OrderClient): Promise<void> {
+  async #reconnectLoop(c: OrderClient): Promise<void> {
     while (!c.connected && !this.#gatewayDown) {
       try {
         await c.reconnect();
