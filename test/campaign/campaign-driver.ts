@@ -40,9 +40,8 @@ const LINKS: Link[] = [{ netns: GW_NS, dev: 'gw0' }, { dev: 'cl0' }];
 const log = (msg: string): void => void process.stderr.write(`campaign [${process.uptime().toFixed(1)} s]: ${msg}\n`);
 
 // A 4 MiB retransmission ring (default 64 MiB): its pages become resident as
-// it first fills, which at this feed rate took minutes (RSS +15 MB in the 60 s
-// soak of a run with the default); this one wraps within the warm-up, so
-// what the soak measures is the steady state.
+// it first fills, which at this feed rate takes minutes; this one wraps
+// within the warm-up, so the soak does not measure the ring filling.
 // cancelOnDisconnect off: under netem and TCG a session's QP can exhaust its
 // retries (the client reconnects, campaign-orders.ts), and the reference model
 // (test/orders/reference-book.ts) knows no disconnects; the campaign is about

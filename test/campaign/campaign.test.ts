@@ -47,12 +47,14 @@ const required = process.env.QPGATE_REQUIRE_IBV === '1';
 /**
  * Flat: the mean of the soak's last third within these fractions of its
  * first third (samples from 20 s into the soak on). Measured in the guest:
- * with the default 64 MiB retransmission ring RSS rose 4.8 % (320 → 335 MB)
- * over a 60 s soak as the ring's pages were first touched, which is why the
- * campaign's ring is 4 MiB (it wraps within the warm-up). A leak of 1.5 KiB
- * per message at 500/s adds ~20 MB (6 %) between the thirds' midpoints (27 s
- * apart in the default 60 s soak); a longer soak (QPGATE_CAMPAIGN_SOAK_S)
- * catches proportionally smaller leaks under the same 5 %.
+ * RSS rose 4.8 % (320 → 335 MB) over a 60 s soak with the default 64 MiB
+ * retransmission ring and 7.8 % (152 → 164 MB) with the 4 MiB ring the
+ * campaign now uses: not flat, and not explained yet (JS heap warm-up of a
+ * process up ~2 min, or a leak; the driver records the ring occupancy and
+ * nodejs_heap_size_used_bytes beside each sample to tell). The bound stays
+ * 5 %: a leak of 1.5 KiB per message at 500/s adds ~20 MB (6 %) between
+ * the thirds' midpoints (27 s apart); a longer soak (QPGATE_CAMPAIGN_SOAK_S)
+ * catches proportionally smaller ones.
  * CPU per second under TCG moves with the host's load (+3.5 % and −5 % in
  * two runs), so its bound is looser: it catches work that grows with time.
  */
@@ -66,7 +68,7 @@ interface Campaign {
   netem: Record<string, { sent: number; dropped: number }>;
   feed: Array<Omit<LifeRecord, 'summary'> & { summary: Record<string, unknown> & { silent: Array<{ from: string; end: string }>; reported: string; tail: string; live: number; outOfOrder: number; foreign: number } }>;
   orders: OrdersReport;
-  soak: { rss: Flatness; cpu: Flatness };
+  soak: { rss: Flatness; cpu: Flatness; samples: unknown[]; gauges: unknown[] };
 }
 
 function runCampaign(): Campaign {
@@ -115,6 +117,6 @@ test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SI
   assert.ok(recovered > 0, 'no gap was recovered: the faults did not reach the feed');
 
   assert.ok(c.soak.rss.samples >= 6, `too few soak samples: ${c.soak.rss.samples}`);
-  assert.ok(c.soak.rss.growth < SOAK_LIMITS.rss, `RSS grew ${(c.soak.rss.growth * 100).toFixed(1)} % over the soak`);
+  assert.ok(c.soak.rss.growth < SOAK_LIMITS.rss, `RSS grew ${(c.soak.rss.growth * 100).toFixed(1)} % over the soak: samples ${JSON.stringify(c.soak.samples)}, ring and heap ${JSON.stringify(c.soak.gauges)}`);
   assert.ok(c.soak.cpu.growth < SOAK_LIMITS.cpu, `CPU grew ${(c.soak.cpu.growth * 100).toFixed(1)} % over the soak`);
 });
