@@ -10,7 +10,7 @@
 FROM node:20-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends cmake ninja-build g++ pkg-config \
-      zlib1g-dev libisal-dev libnuma-dev libprotozero-dev libibverbs-dev \
+      zlib1g-dev libisal-dev libnuma-dev libprotozero-dev libibverbs-dev libuv1-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./

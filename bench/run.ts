@@ -13,8 +13,10 @@
 //   orders     order -> Ack over RC through the engine's order agent, 1 and 8
 //              sessions, vs a C busy-poll UDP ping-pong, sockperf and a Node TCP
 //              gateway doing the same job (bench/orders/run.ts; 5 runs, --quick 1)
+//   api        the TS OrderClient and RiskClient against qpgate's gateway vs a
+//              Node TCP gateway + client and a bare Node TCP echo (bench/orders/api.ts)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +101,12 @@ if (!only || only === 'orders') {
   step('orders: order -> Ack over RC vs C UDP, sockperf and a Node TCP gateway', process.execPath, [
     path.join(root, 'dist/bench/orders/run.js'),
     '--build-dir', build,
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'api') {
+  step('api: the TS order and risk clients vs a Node TCP gateway and a bare Node TCP echo', process.execPath, [
+    path.join(root, 'dist/bench/orders/api.js'),
     ...(quick ? ['--quick'] : []),
   ]);
 }

@@ -14,8 +14,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # Every find_package/find_path/find_library in native/ and what answers it:
 # ZLIB -> zlib1g-dev, isa-l -> libisal-dev, numa -> libnuma-dev, protozero
 # (src/orders, src/feed) -> libprotozero-dev, Threads -> libc; GTest (tests) ->
-# libgtest-dev, ibverbs (optional) -> libibverbs-dev.
-build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev libprotozero-dev)
+# libgtest-dev, ibverbs (optional) -> libibverbs-dev; uv.h (native/src/addon:
+# Node's own include/node first) -> libuv1-dev.
+build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev libprotozero-dev libuv1-dev)
 # Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
 optional_pkgs=(libibverbs-dev)
 # The README's first commands after `npm start` (curl /healthz, /v1/device).

@@ -4,6 +4,7 @@
 // the order entry and risk clients.
 export * from './feed/subscriber.js';
 export * from './feed/publisher.js';
+export { MessageBatch, MAX_BATCH_BYTES } from './feed/message-batch.js';
 export * from './feed/frame.js';
 export * from './feed/messages.js';
 export * from './feed/config.js';

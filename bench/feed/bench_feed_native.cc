@@ -27,7 +27,6 @@
 
 #include "bench_common.h"
 #include "engine/clock.h"
-#include "engine/record_types.h"
 #include "engine/spsc_ring.h"
 #include "feed/feed_records.h"
 #include "feed/frame.h"
@@ -104,11 +103,11 @@ void run_sub(const bench::Args& a, std::uint32_t group, Shared& sh) {
 
   auto on_record = [&](std::int32_t type, const std::byte* payload, std::int32_t length) {
     const auto* p = reinterpret_cast<const std::uint8_t*>(payload);
-    if (type == engine::record_type::kFeedGap) {
+    if (type == feed::records::kFeedGap) {
       sh.gap_messages += feed::load_le<std::uint64_t>(p + 16);
       return true;
     }
-    if (type != engine::record_type::kFeedFrame) return true;
+    if (type != feed::records::kFeedFrame) return true;
     const std::uint64_t now = monotonic_ns();
     const std::uint64_t from = sh.measure_from.load(std::memory_order_relaxed);
     const std::uint16_t skip = feed::load_le<std::uint16_t>(p + 18);

@@ -3,6 +3,8 @@
 // runs, and ratio verdicts.
 import path from 'node:path';
 
+import { table as textTable } from '../../src/gateway/table.js';
+
 export type Row = Record<string, number | string>;
 
 export interface BenchArgs {
@@ -105,9 +107,7 @@ export class Results {
   }
 }
 
+/** A titled table of the report (src/gateway/table.ts lays it out). */
 export function table(title: string, header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd();
-  process.stdout.write(`\n${title}\n${line(header)}\n${line(widths.map((w) => '-'.repeat(w)))}\n`);
-  for (const r of rows) process.stdout.write(`${line(r)}\n`);
+  process.stdout.write(`\n${title}\n${textTable(header, rows)}\n`);
 }

@@ -12,7 +12,8 @@
 //            devices -> subscribe() onMessage -> decode()) vs the same job in
 //            Node dgram (--impl dgram: encodeMessage, FramePacker, dgram
 //            multicast, parseFrame, decodeMessage), one process each, at the
-//            same offered rates.
+//            same offered rates; and --impl qpgate-batch, the batch APIs
+//            (MessageBatch + publishBatch() -> subscribe() onBatch -> decode(i)).
 //
 // Latency is from each tick's scheduled send time (a paced sender; no
 // coordinated omission) to the subscriber reading it, CLOCK_MONOTONIC in
@@ -37,6 +38,8 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const { quick, runs, buildDir, jsonOut } = parseBenchArgs(process.argv.slice(2), root);
 const benchBin = (name: string): string => path.join(buildDir, 'bench', name);
 const tsPath = path.join(root, 'dist/bench/feed/ts-path.js');
+// Path 2's rows: the message API, the batch API (publishBatch + onBatch), Node dgram.
+const TS_IMPLS = ['qpgate', 'qpgate-batch', 'dgram'] as const;
 
 const L = {
   seconds: quick ? 0.2 : 1,
@@ -98,7 +101,7 @@ for (let run = 0; run < runs; run++) {
   );
   if (sockperfInstalled) res.keep('sockperf', sockperfMulticast(ONE_TICK_DATAGRAM));
   for (const rate of RATES) {
-    for (const impl of ['qpgate', 'dgram'] as const) {
+    for (const impl of TS_IMPLS) {
       res.keep(
         `ts ${impl} ${rate}`,
         // Not pinned: the engine's thread and the JS thread each need a CPU.
@@ -173,7 +176,7 @@ table('Aims, path 1 (ratios of medians; information, not a test)', ['ratio', 'me
 
 const tsRows: string[][] = [];
 for (const rate of RATES) {
-  for (const impl of ['qpgate', 'dgram']) {
+  for (const impl of TS_IMPLS) {
     const key = `ts ${impl} ${rate}`;
     tsRows.push([
       impl, String(rate), res.cell(key, 'sent_per_s'), res.cell(key, 'recv_per_s'), res.pct(res.max(key, 'loss')),

@@ -3,6 +3,9 @@
 //
 //   --impl qpgate  encodeMessage + createPublisher().publish() on a soft
 //                  device, subscribe() on another, onMessage + decode()
+//   --impl qpgate-batch  the batch APIs: each pass's ticks added to one
+//                  MessageBatch (encoded there) and sent with publishBatch();
+//                  subscribe() with onBatch, decode(i) read in place
 //   --impl dgram   the same encodeMessage, FramePacker frames sent with a
 //                  dgram socket to the multicast group, a dgram socket
 //                  joined to it parsing frames (parseFrame) and decoding
@@ -23,7 +26,8 @@ import { Engine } from '../../src/native/engine.js';
 import { FramePacker, parseFrame } from '../../src/feed/frame.js';
 import { MessageType, decodeMessage, encodeMessage, type MarketDataMessage } from '../../src/feed/messages.js';
 import { openFeedDevice } from '../../src/feed/native.js';
-import { createPublisher } from '../../src/feed/publisher.js';
+import { MessageBatch } from '../../src/feed/message-batch.js';
+import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
 import { subscribe } from '../../src/feed/subscriber.js';
 
 const args = process.argv.slice(2);
@@ -39,7 +43,7 @@ const group = opt('group', '239.79.0.1');
 const port = Number(opt('port', '24991'));
 const pubAddr = opt('pub-addr', '127.79.0.1');
 const subAddr = opt('sub-addr', '127.79.0.2');
-if (impl !== 'qpgate' && impl !== 'dgram') throw new Error('--impl qpgate|dgram');
+if (impl !== 'qpgate' && impl !== 'qpgate-batch' && impl !== 'dgram') throw new Error('--impl qpgate|qpgate-batch|dgram');
 if (!(rate > 0)) throw new Error('--rate > 0');
 
 const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000_000, numberOfSignificantValueDigits: 3 });
@@ -116,7 +120,20 @@ async function pace(send: (ticks: Due[]) => void): Promise<void> {
   });
 }
 
-async function runQpgate(): Promise<Record<string, number | string>> {
+// publishBatch: the pass's ticks encoded into one reused MessageBatch (a
+// full one is published and refilled; a refused one waits a turn).
+async function publishBatched(pub: FeedPublisher, batch: MessageBatch, ticks: Due[]): Promise<void> {
+  for (const t of ticks) {
+    if (batch.add(tick(t.i, t.due, t.measured))) continue;
+    while (!pub.publishBatch(1, batch)) await new Promise((r) => setImmediate(r));
+    batch.clear();
+    batch.add(tick(t.i, t.due, t.measured));
+  }
+  while (!pub.publishBatch(1, batch)) await new Promise((r) => setImmediate(r));
+  batch.clear();
+}
+
+async function runQpgate(batched: boolean): Promise<Record<string, number | string>> {
   const engine = new Engine({ toEngineCapacity: 1 << 22, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });
   await engine.start();
   const pub = createPublisher(engine, openFeedDevice(engine, { address: pubAddr }), { channels: [{ id: 1, groupA: group }] });
@@ -126,10 +143,22 @@ async function runQpgate(): Promise<Record<string, number | string>> {
     channels: [{ id: 1, groupA: group }],
     maxFrameSize: 1024,
     recvSlots: 1024,
-    onMessage: (m) => onTick(m.decode()),
+    ...(batched
+      ? { onBatch: (b) => { for (let i = 0; i < b.length; i++) onTick(b.decode(i)); } }
+      : { onMessage: (m) => onTick(m.decode()) }),
   });
   await new Promise((r) => setTimeout(r, 20));
-  await pace((ticks) => pub.publish(1, ticks.map((t) => encodeMessage(tick(t.i, t.due, t.measured)))));
+  const batch = new MessageBatch();
+  let sending = Promise.resolve();
+  await pace((ticks) => {
+    if (!batched) {
+      pub.publish(1, ticks.map((t) => encodeMessage(tick(t.i, t.due, t.measured))));
+      return;
+    }
+    const copy = ticks.slice(); // pace() reuses its array
+    sending = sending.then(() => publishBatched(pub, batch, copy));
+  });
+  await sending;
   await new Promise((r) => setTimeout(r, 300));
   const ps = pub.stats();
   const ss = sub.stats();
@@ -190,7 +219,7 @@ async function runDgram(): Promise<Record<string, number | string>> {
   return { bad_frames: bad, send_errors: errors };
 }
 
-const extra = impl === 'qpgate' ? await runQpgate() : await runDgram();
+const extra = impl === 'dgram' ? await runDgram() : await runQpgate(impl === 'qpgate-batch');
 // From the end of the warm-up: a sender that published one burst still has a window.
 const sendWindow = Number(lastSend - (firstSend < measureFrom ? firstSend : measureFrom)) / 1e9;
 const recvWindow = Number(lastRecv - firstRecv) / 1e9;

@@ -1,8 +1,8 @@
 // The gateway side of bench_orders_rc, run as the product runs it: an
-// engine::Engine (one pinned thread, the spin idle strategy) with the
-// SoftDeviceAgent driving a SoftDevice and the OrderAgent hosting one
-// OrderService on it — the agents and duty cycle the addon builds for
-// createEngine + openDevice + orders.createService. Control calls go
+// engine::Engine (one pinned thread, the spin idle strategy) built by
+// gateway::add_engine_agents, as the addon builds it, its SoftDeviceAgent
+// driving a SoftDevice and its OrderAgent hosting one OrderService on it —
+// the agents and duty cycle of createEngine + openDevice + orders.createService. Control calls go
 // through Engine::run_on_engine, as the addon's do.
 #pragma once
 
@@ -14,8 +14,7 @@
 #include "bench_verbs.h"
 #include "engine/clock.h"
 #include "engine/engine.h"
-#include "engine/soft_device_agent.h"
-#include "orders/order_agent.h"
+#include "gateway/engine_agents.h"
 #include "orders/order_service.h"
 #include "rc_order_client.h"
 #include "verbs/soft/soft_device.h"
@@ -59,7 +58,6 @@ inline orders::ServiceConfig bench_service_config(const GatewayOptions& o) {
 class EngineGateway {
  public:
   explicit EngineGateway(const GatewayOptions& o) : options_(o) {
-    orders::OrderAgent::register_extension();
     verbs::soft::SoftDeviceOptions d;
     d.address_or_name = o.address;
     device_ = take(verbs::soft::open_soft_device(d), "open_soft_device " + o.address);
@@ -67,20 +65,17 @@ class EngineGateway {
     ec.cpus = std::to_string(o.cpu);
     ec.idle = engine::IdleKind::kSpin;
     engine_ = std::make_unique<engine::Engine>(ec);
-    auto agent = std::make_unique<engine::SoftDeviceAgent>();
-    soft_ = agent.get();
-    engine_->add_agent(std::move(agent));
+    const gateway::EngineAgents agents = gateway::add_engine_agents(*engine_);
+    soft_ = agents.soft_devices;
+    agent_ = agents.orders;
     engine_->start();
     verbs::Status attached;
     verbs::Result<std::uint32_t> id = verbs::Error{};
     engine_->run_on_engine([&] {
       attached = soft_->attach(*device_);
-      if (!attached.ok()) return;
-      agent_ = orders::OrderAgent::of_current_engine();
-      if (agent_ != nullptr) id = agent_->add_service(*device_, bench_service_config(o));
+      if (attached.ok()) id = agent_->add_service(*device_, bench_service_config(o));
     });
     check(attached, "attach the soft device to the engine");
-    if (agent_ == nullptr) die("the engine has no order agent");
     service_id_ = take(std::move(id), "orders.createService");
   }
 

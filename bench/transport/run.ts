@@ -24,6 +24,8 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { table } from '../feed/report.js';
+
 type Row = Record<string, number | string>;
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -223,12 +225,6 @@ function cell(key: string, field: string): string {
 }
 function pct(x: number): string {
   return Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : '-';
-}
-function table(title: string, header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd();
-  process.stdout.write(`\n${title}\n${line(header)}\n${line(widths.map((w) => '-'.repeat(w)))}\n`);
-  for (const r of rows) process.stdout.write(`${line(r)}\n`);
 }
 
 process.stdout.write(

@@ -8,20 +8,21 @@
 // /v1/feeds/:name and receive on a soft device of their own (--address); with
 // --recovery they recover gaps and late joins over RC (role 'recovery').
 import { Option, type Command } from 'commander';
+import { createLogUpdate } from 'log-update';
 import { basename, dirname, resolve } from 'node:path';
 
-import { ClientError, DEFAULT_URL, resolveToken, type ClientOptions } from '../gateway/control-client.js';
-import { jsonLine } from '../gateway/json.js';
+import { ClientError, controlPlaneCommand, DEFAULT_URL, receiveModeOption, resolveToken, type ClientOptions } from '../gateway/control-client.js';
 import { formatNs } from '../gateway/units.js';
 import { discoverChannels } from './discovery.js';
-import { MessageType } from './messages.js';
 import { TickFileWriter } from './recording.js';
 import { subscribe, type FeedMessage, type FeedSubscriber } from './subscriber.js';
+import { PriceExponents, formatTick, tickJson } from './tick-format.js';
 
 interface SubscribeFlags extends ClientOptions {
   feed: string;
   channel: string[];
   address: string;
+  receiveMode?: 'plain-udp' | 'af-packet';
   count?: string;
   seconds?: string;
   stats?: boolean;
@@ -30,12 +31,6 @@ interface SubscribeFlags extends ClientOptions {
   json?: boolean;
   out?: string;
 }
-
-const typeNames = new Map<number, string>(
-  Object.entries(MessageType)
-    .filter(([, v]) => typeof v === 'number')
-    .map(([k, v]) => [v as number, k.replace(/^MESSAGE_TYPE_/, '')]),
-);
 
 function parseCount(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
@@ -51,31 +46,6 @@ function parseSeconds(text: string | undefined): number | undefined {
   return s;
 }
 
-/** One JSON object per message (--json): what formatTick prints, as fields. */
-export function tickJson(m: FeedMessage): string {
-  let body: unknown;
-  try {
-    body = m.decode()?.value ?? null;
-  } catch (err) {
-    body = { undecodable: (err as Error).message };
-  }
-  const type = typeNames.get(m.type) ?? m.type;
-  return jsonLine({ channel: m.channel, seq: m.seq, type, instrumentId: m.instrumentId, snapshot: m.snapshot, recovered: m.recovered, body });
-}
-
-/** One line per message: channel, sequence, type, instrument and the decoded body. */
-export function formatTick(m: FeedMessage): string {
-  let body: string;
-  try {
-    const d = m.decode();
-    body = d === undefined ? `${m.body.length} bytes` : jsonLine(d.value);
-  } catch (err) {
-    body = `undecodable: ${(err as Error).message}`;
-  }
-  const flags = [m.snapshot ? 'snapshot' : '', m.recovered ? 'recovered' : ''].filter(Boolean).join(',');
-  return `ch ${m.channel} seq ${m.seq} ${typeNames.get(m.type) ?? `type ${m.type}`} instrument ${m.instrumentId}${flags ? ` [${flags}]` : ''} ${body}`;
-}
-
 interface StatsSample {
   seconds: number;
   received: number;
@@ -85,6 +55,8 @@ interface StatsSample {
   recovered: number;
   lost: number;
   latencyNs: { p50: number | null; p99: number | null; p999: number | null };
+  /** Frames of a feed session the channels do not follow (a second gateway on the groups?). */
+  otherSessionFrames: number;
 }
 
 /** The subscription's counters now, and the rate since `previous` (which it advances). */
@@ -95,7 +67,7 @@ function statsSample(sub: FeedSubscriber, startedMs: number, previous: { receive
   const perSecond = Math.round(((received - previous.received) * 1000) / Math.max(1, now - previous.at));
   previous.received = received;
   previous.at = now;
-  const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable') => s.channels.reduce((a, c) => a + c[k], 0);
+  const sum = (k: 'gaps' | 'duplicates' | 'recovered' | 'unrecoverable' | 'otherSessionFrames') => s.channels.reduce((a, c) => a + c[k], 0);
   const lat = s.channels[0]?.latency;
   return {
     seconds: Math.round((now - startedMs) / 1000),
@@ -106,17 +78,36 @@ function statsSample(sub: FeedSubscriber, startedMs: number, previous: { receive
     recovered: sum('recovered'),
     lost: sum('unrecoverable'),
     latencyNs: { p50: lat?.p50Ns ?? null, p99: lat?.p99Ns ?? null, p999: lat?.p999Ns ?? null },
+    otherSessionFrames: sum('otherSessionFrames'),
   };
 }
 
 function statsLine(x: StatsSample): string {
   return (
     `${x.seconds} s  ${x.received} msgs  ${x.perSecond}/s  gaps ${x.gaps}  dups ${x.duplicates}  ` +
-    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}`
+    `recovered ${x.recovered}  lost ${x.lost}  latency p50 ${formatNs(x.latencyNs.p50)}  p99 ${formatNs(x.latencyNs.p99)}  p99.9 ${formatNs(x.latencyNs.p999)}  other-session ${x.otherSessionFrames}`
   );
 }
 
-async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
+/** --stats lines: on a terminal one line rewritten in place (log-update), else (a pipe, --json) one line each time. */
+function statsOutput(json: boolean): { update(line: string): void; done(line: string): void } {
+  // A terminal of no size (a pty nobody sized) would be shown nothing by log-update.
+  const sized = process.stdout.isTTY === true && process.stdout.rows > 0 && process.stdout.columns > 0;
+  if (json || !sized) {
+    const print = (l: string) => void process.stdout.write(`${l}\n`);
+    return { update: print, done: print };
+  }
+  const live = createLogUpdate(process.stdout, { showCursor: true });
+  return {
+    update: (l) => live(l),
+    done: (l) => {
+      live(l);
+      live.done();
+    },
+  };
+}
+
+async function openSubscription(command: string, flags: SubscribeFlags, onMessage: (m: FeedMessage) => void): Promise<FeedSubscriber> {
   const wanted = flags.channel.map((c) => {
     const n = Number(c);
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ClientError(`--channel must be a channel id (0..65535), got ${JSON.stringify(c)}`);
@@ -126,9 +117,10 @@ async function openSubscription(flags: SubscribeFlags, onMessage: (m: FeedMessag
   try {
     return await subscribe({
       engineOptions: {},
-      device: { address: flags.address },
+      device: { address: flags.address, receiveMode: flags.receiveMode },
       channels,
       onMessage,
+      onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
       ...(flags.recovery
         ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token } }
         : {}),
@@ -173,15 +165,11 @@ function runUntil(flags: SubscribeFlags): { done: Promise<void>; take: () => boo
 }
 
 function feedCommand(program: Command, name: string, description: string): Command {
-  return program
-    .command(name)
-    .description(description)
-    .option('--url <url>', 'the gateway control plane (for the channels, and recovery)', DEFAULT_URL)
-    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)')
+  return controlPlaneCommand(program, name, description, 'the gateway control plane (for the channels, and recovery)')
     .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
+    .addOption(receiveModeOption())
     .option('--count <n>', 'stop after n messages')
     .option('--seconds <s>', 'stop after s seconds (a decimal number)')
     .option('--json', 'one JSON object per line instead of text')
@@ -201,21 +189,22 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
     .action(async (flags: SubscribeFlags) => {
       try {
         const until = runUntil(flags);
-        const sub = await openSubscription(flags, (m) => {
+        const exponents = new PriceExponents();
+        const sub = await openSubscription('subscribe', flags, (m) => {
           if (!until.take() || flags.stats) return;
-          process.stdout.write(`${flags.json ? tickJson(m) : formatTick(m)}\n`);
+          process.stdout.write(`${flags.json ? tickJson(m, exponents) : formatTick(m, exponents)}\n`);
         });
         const started = performance.now();
         const previous = { received: 0, at: started };
-        const tty = process.stdout.isTTY === true && !flags.json;
         const line = () => {
           const sample = statsSample(sub, started, previous);
           return flags.json ? JSON.stringify(sample) : statsLine(sample);
         };
-        const ticker = flags.stats ? setInterval(() => process.stdout.write(tty ? `\r\x1b[2K${line()}` : `${line()}\n`), 1000) : undefined;
+        const stats = flags.stats ? statsOutput(flags.json === true) : undefined;
+        const ticker = stats && setInterval(() => stats.update(line()), 1000);
         await until.done;
-        if (ticker) clearInterval(ticker);
-        if (flags.stats) process.stdout.write(`${tty ? '\r\x1b[2K' : ''}${line()}\n`);
+        clearInterval(ticker);
+        stats?.done(line());
         await sub.close();
       } catch (err) {
         fail('subscribe', err);
@@ -228,7 +217,7 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
       try {
         const writer = openTickFile(flags.out!);
         const until = runUntil(flags);
-        const sub = await openSubscription(flags, (m) => {
+        const sub = await openSubscription('record', flags, (m) => {
           if (!until.take()) return;
           writer.append(
             { channel: m.channel, type: m.type, instrumentId: m.instrumentId, key: m.key, action: m.action, body: m.body, snapshot: m.snapshot },

@@ -1,6 +1,6 @@
 // Percentile summaries of the engine's latency histograms (publish latency,
 // end-to-end latency at a subscriber) for feed stats. The counter layout and
-// the percentile rule live in src/native/latency-counts.ts.
+// the percentiles are hdr-histogram-js's (src/native/latency-counts.ts).
 import { LatencyCounts } from '../native/latency-counts.js';
 
 export interface LatencySummary {
@@ -14,11 +14,12 @@ export interface LatencySummary {
 /** Percentiles (the highest value equivalent of the bucket, as HdrHistogram reports) from dense counts. */
 export function summarize(counts: ArrayLike<number>): LatencySummary {
   const c = LatencyCounts.fromDense(counts);
+  const h = c.toHdr();
   return {
     count: c.total,
-    p50Ns: c.valueAtPercentile(50),
-    p99Ns: c.valueAtPercentile(99),
-    p999Ns: c.valueAtPercentile(99.9),
-    maxNs: c.valueAtPercentile(100),
+    p50Ns: h.getValueAtPercentile(50),
+    p99Ns: h.getValueAtPercentile(99),
+    p999Ns: h.getValueAtPercentile(99.9),
+    maxNs: h.getValueAtPercentile(100),
   };
 }

@@ -55,7 +55,8 @@ export interface NativeSubscriberChannelStats {
   session: number;
   expected: number;
   heartbeats: number;
-  staleSession: number;
+  /** Frames of the session the arbiter left: a restarted gateway's last ones, or a second gateway publishing on the same group. */
+  otherSessionFrames: number;
   lineAFrames: number;
   lineBFrames: number;
   latencyCount: number;
@@ -118,7 +119,7 @@ export interface NativeRecoverySession {
   /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */
   byStatus: Record<string, number>;
   /** The subscriber's last SubscriberReport: its lag (queued), drops and losses. */
-  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number };
+  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number; otherSessionFrames: number };
 }
 
 export interface NativeFeedPublisher {
@@ -149,7 +150,7 @@ export interface NativeFeedSubscriber {
   close(): void;
 }
 
-/** The addon's SoftDevice object (verbs.openDevice's result, before verbs.ts wraps it). */
+/** The addon's Device object (verbs.openDevice's result, before verbs.ts wraps it). */
 export type NativeDevice = object;
 
 interface NativeFeed {
@@ -159,7 +160,7 @@ interface NativeFeed {
 
 interface NativeVerbsForFeed {
   openDevice(engine: NativeEngine, options: Record<string, unknown>): NativeDevice;
-  SoftDevice: abstract new (...args: never[]) => object;
+  Device: abstract new (...args: never[]) => object;
 }
 
 export function nativeFeed(): NativeFeed {
@@ -195,7 +196,7 @@ export function nativeDeviceOf(device: FeedDevice): NativeDevice {
   if (remembered !== undefined) return remembered;
   const exposed = (device as { native?: unknown }).native;
   if (typeof exposed === 'object' && exposed !== null) return exposed;
-  if (device instanceof nativeVerbs().SoftDevice) return device;
+  if (device instanceof nativeVerbs().Device) return device;
   throw new TypeError(
     'qpgate feed: the device must come from openFeedDevice(engine, {address}) (or be a verbs Device that exposes its native handle)',
   );

@@ -27,7 +27,8 @@ import {
   type RcEndpointInfo,
   type RecoveryLimits,
 } from './native.js';
-import { PUBLISH_HEADER_BYTES, writePublish } from './records.js';
+import type { MessageBatch } from './message-batch.js';
+import { PUBLISH_HEADER_BYTES, writePublish, writePublishHeader } from './records.js';
 
 export interface PublisherChannelConfig {
   readonly id: number;
@@ -165,6 +166,40 @@ export class FeedPublisher {
       return false;
     }
     return true;
+  }
+
+  /**
+   * Publishes a MessageBatch on `channel`, in order, as one toEngine record:
+   * one copy of its bytes and at most one doorbell. Returns false when it
+   * cannot be written now (the ring is full, or messages of earlier
+   * publish() calls still wait for room) and nothing was taken: the batch is
+   * the caller's to publish again (after drained(), or on its next turn).
+   * Throws RangeError for an unknown channel or a body too large for the
+   * channel's frame size.
+   */
+  publishBatch(channel: number, batch: MessageBatch): boolean {
+    if (this.#closed) throw new Error('qpgate feed: publishBatch() on a closed publisher');
+    const maxBody = this.#maxBody.get(channel);
+    if (maxBody === undefined) throw new RangeError(`qpgate feed: channel ${channel} is not one of this publisher's`);
+    if (batch.largestBody > maxBody) {
+      throw new RangeError(`qpgate feed: a ${batch.largestBody}-byte body does not fit a frame of channel ${channel} (max ${maxBody})`);
+    }
+    if (batch.count === 0) return true;
+    const bytes = batch.bytes;
+    const length = PUBLISH_HEADER_BYTES + bytes.byteLength;
+    if (length > this.#engine.maxRecordPayload) {
+      throw new RangeError(`qpgate feed: a ${bytes.byteLength}-byte batch is larger than the engine's records (${this.#engine.maxRecordPayload - PUBLISH_HEADER_BYTES})`);
+    }
+    if (this.#queue.length > 0) return false;
+    const id = this.#native.id;
+    const count = batch.count;
+    const enqueueNs = process.hrtime.bigint();
+    const ok = this.#engine.tryWrite(RecordType.feedPublish, length, (buf, offset) => {
+      writePublishHeader(buf, offset, id, channel, count, enqueueNs);
+      buf.set(bytes, offset + PUBLISH_HEADER_BYTES);
+    });
+    if (ok) this.#engine.flush();
+    return ok;
   }
 
   /** Publishes each message on its instrument's channel (the instruments map). */

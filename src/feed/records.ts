@@ -26,24 +26,36 @@ export function writePublish(
   to: number,
   enqueueNs: bigint,
 ): void {
+  writePublishHeader(bytes, offset, publisher, channel, to - from, enqueueNs);
   const dv = new DataView(bytes.buffer, bytes.byteOffset + offset);
+  let at = PUBLISH_HEADER_BYTES;
+  for (let i = from; i < to; i++) at += writeMessage(bytes, dv, offset + at, at, messages[i]!);
+}
+
+/**
+ * Writes one message (12-byte message header + body, docs/protocol.md 2.4)
+ * at `offset` of `bytes`, whose DataView `dv` starts `offset - dvOffset`
+ * bytes earlier. Returns the bytes written.
+ */
+export function writeMessage(bytes: Uint8Array, dv: DataView, offset: number, dvOffset: number, m: MessageInput): number {
+  const len = MESSAGE_HEADER_BYTES + m.body.byteLength;
+  dv.setUint16(dvOffset, len, true);
+  dv.setUint16(dvOffset + 2, m.type, true);
+  dv.setUint32(dvOffset + 4, m.instrumentId, true);
+  dv.setUint16(dvOffset + 8, m.key ?? 0, true);
+  dv.setUint8(dvOffset + 10, m.action ?? 0);
+  dv.setUint8(dvOffset + 11, 0);
+  bytes.set(m.body, offset + MESSAGE_HEADER_BYTES);
+  return len;
+}
+
+/** Writes a PUBLISH record's header at `offset` of `bytes`; the messages (`count`, already encoded) follow it. */
+export function writePublishHeader(bytes: Uint8Array, offset: number, publisher: number, channel: number, count: number, enqueueNs: bigint): void {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset + offset, PUBLISH_HEADER_BYTES);
   dv.setUint32(0, publisher, true);
   dv.setUint16(4, channel, true);
-  dv.setUint16(6, to - from, true);
+  dv.setUint16(6, count, true);
   dv.setBigUint64(8, enqueueNs, true);
-  let at = PUBLISH_HEADER_BYTES;
-  for (let i = from; i < to; i++) {
-    const m = messages[i]!;
-    const len = MESSAGE_HEADER_BYTES + m.body.byteLength;
-    dv.setUint16(at, len, true);
-    dv.setUint16(at + 2, m.type, true);
-    dv.setUint32(at + 4, m.instrumentId, true);
-    dv.setUint16(at + 8, m.key ?? 0, true);
-    dv.setUint8(at + 10, m.action ?? 0);
-    dv.setUint8(at + 11, 0);
-    bytes.set(m.body, offset + at + MESSAGE_HEADER_BYTES);
-    at += len;
-  }
 }
 
 export type FeedLine = 'A' | 'B' | 'RC';

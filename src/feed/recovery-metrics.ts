@@ -19,6 +19,7 @@ const COUNTERS: Array<[string, string, Read]> = [
   ['qpgate_feed_subscriber_conflated_messages_total', 'Messages a subscriber conflated into a newer one (its last report).', (n) => n.subscriber.conflated],
   ['qpgate_feed_subscriber_gaps_total', 'Holes a subscriber lost on every line (its last report).', (n) => n.subscriber.gaps],
   ['qpgate_feed_subscriber_unrecoverable_messages_total', 'Messages a subscriber lost for good (its last report).', (n) => n.subscriber.unrecoverable],
+  ['qpgate_feed_subscriber_other_session_frames_total', 'Frames a subscriber dropped as of a feed session it does not follow: if they keep coming, a second gateway publishes on its groups (its last report).', (n) => n.subscriber.otherSessionFrames],
   ['qpgate_feed_recovery_frames_sent_total', 'Frames sent to a recovery session (retransmissions and snapshots).', (n) => n.framesSent],
   ['qpgate_feed_recovery_bytes_sent_total', 'Reply bytes sent to a recovery session.', (n) => n.bytesSent],
 ];

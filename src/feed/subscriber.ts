@@ -20,11 +20,11 @@
 // SnapshotBegin and SnapshotEnd). What cannot be recovered is reported
 // ('gap' event, stats.unrecoverable). Without options.recovery every gap is
 // unrecoverable.
-import { Engine, RecordType, type EngineOptions } from '../native/engine.js';
+import { Engine, type EngineOptions } from '../native/engine.js';
 import type { OpenDeviceOptions } from '../native/verbs.js';
-import { parseFrame, type MessageView } from './frame.js';
+import { FeedBatch, type FeedMessage } from './feed-batch.js';
+export { FeedBatch, type FeedMessage } from './feed-batch.js';
 import { summarize, type LatencySummary } from './latency.js';
-import { decodeMessage, type MarketDataMessage } from './messages.js';
 import {
   nativeDeviceOf,
   nativeFeed,
@@ -34,7 +34,10 @@ import {
   type NativeSubscriberChannelStats,
 } from './native.js';
 import { SlowConsumerError, SlowConsumerQueue, type QueueStats, type SlowConsumerOptions } from './slow-consumer.js';
-import { readFrameRecord, readGapRecord, readSessionRecord, type FeedLine } from './records.js';
+import { OtherSessionWatch, type FeedWarning } from './other-session.js';
+export type { FeedWarning } from './other-session.js';
+import { readGapRecord, readSessionRecord } from './records.js';
+import { routeSubscriberRecords } from './subscriber-records.js';
 import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
 export interface SubscriberChannelConfig {
@@ -70,8 +73,16 @@ export interface SubscribeOptions {
    */
   readonly slowConsumer?: SlowConsumerOptions;
   readonly onMessage?: (m: FeedMessage) => void;
+  /**
+   * The messages of each delivered frame at once, read in place from the
+   * engine's ring (no copy, fields decoded on demand): for high rates. The
+   * batch is valid only during the call (keep batch.message(i) for longer).
+   */
+  readonly onBatch?: (b: FeedBatch) => void;
   readonly onGap?: (g: FeedGap) => void;
   readonly onSession?: (s: FeedSessionChange) => void;
+  /** Something is wrong that is no gap: frames of another feed session keep coming (other-session.ts). */
+  readonly onWarning?: (w: FeedWarning) => void;
   /** Recover gaps and late joins over RC from the gateway's recovery service. */
   readonly recovery?: SubscriberRecoveryOptions;
 }
@@ -97,29 +108,6 @@ export interface SubscriberRecoveryOptions {
   readonly bufferFrames?: number;
   /** How often the subscriber reports its lag and drops to the gateway (default 250 ms). */
   readonly reportIntervalMs?: number;
-}
-
-export interface FeedMessage {
-  readonly channel: number;
-  readonly session: number;
-  readonly seq: bigint;
-  readonly type: number;
-  readonly instrumentId: number;
-  readonly key: number;
-  readonly action: number;
-  /** The protobuf body (a copy; stays valid). */
-  readonly body: Uint8Array;
-  /** When the publisher packed the frame (CLOCK_REALTIME ns) and when the engine received it. */
-  readonly sendTimeNs: bigint;
-  readonly receiveTimeNs: bigint;
-  /** The line whose copy won, or 'RC' for a retransmitted or snapshot message. */
-  readonly line: FeedLine;
-  /** Part of a snapshot (state as of seq, not a live message; between SnapshotBegin and SnapshotEnd). */
-  readonly snapshot: boolean;
-  /** Delivered from a retransmission (it was lost on every line). */
-  readonly recovered: boolean;
-  /** Decodes the body (protobuf) on demand; undefined for an unknown type; throws BodyDecodeError for garbage. */
-  decode(): MarketDataMessage | undefined;
 }
 
 export interface FeedGap {
@@ -159,6 +147,12 @@ export interface SubscriberChannelStats extends RecoveryChannelStats {
   unrecoverable: number;
   sessionChanges: number;
   session: number;
+  /**
+   * Frames dropped because they belong to the feed session this channel
+   * left: a few after a gateway restart; if they keep coming, a second
+   * gateway publishes on the same groups (warnOtherSession).
+   */
+  otherSessionFrames: number;
   heartbeats: number;
   lineAFrames: number;
   lineBFrames: number;
@@ -181,44 +175,28 @@ export interface SubscriberStats {
 }
 
 type Listener<T> = (v: T) => void;
-
-// Frame flags (docs/protocol.md 2.3).
-const FLAG_RETRANSMISSION = 0x01;
-const FLAG_SNAPSHOT = 0x02;
-
-class FeedMessageImpl implements FeedMessage {
-  constructor(
-    readonly channel: number,
-    readonly session: number,
-    readonly line: FeedLine,
-    readonly snapshot: boolean,
-    readonly recovered: boolean,
-    readonly sendTimeNs: bigint,
-    readonly receiveTimeNs: bigint,
-    readonly seq: bigint,
-    readonly type: number,
-    readonly instrumentId: number,
-    readonly key: number,
-    readonly action: number,
-    readonly body: Uint8Array,
-  ) {}
-  decode(): MarketDataMessage | undefined {
-    return decodeMessage(this);
-  }
-}
+type SubscriberEvent = 'message' | 'batch' | 'gap' | 'session' | 'warning';
 
 export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   readonly #engine: Engine;
   readonly #ownEngine: boolean;
   readonly #native: NativeFeedSubscriber;
   readonly #unsubscribe: Array<() => void> = [];
-  readonly #listeners = { message: new Set<Listener<FeedMessage>>(), gap: new Set<Listener<FeedGap>>(), session: new Set<Listener<FeedSessionChange>>() };
+  readonly #listeners = {
+    message: new Set<Listener<FeedMessage>>(),
+    batch: new Set<Listener<FeedBatch>>(),
+    gap: new Set<Listener<FeedGap>>(),
+    session: new Set<Listener<FeedSessionChange>>(),
+    warning: new Set<Listener<FeedWarning>>(),
+  };
   readonly #queue: SlowConsumerQueue<FeedMessage>;
+  readonly #batch = new FeedBatch();
   #iterating = false;
   #wake: (() => void) | undefined;
   #closed = false;
   #recoverySession: RecoveryHandshakeAnswer | undefined;
   #reportTimer: NodeJS.Timeout | undefined;
+  readonly #watchTimer: NodeJS.Timeout;
 
   /** @internal */
   constructor(engine: Engine, ownEngine: boolean, native: NativeFeedSubscriber, options: SubscribeOptions) {
@@ -227,25 +205,28 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     this.#native = native;
     this.#queue = new SlowConsumerQueue({ maxQueued: options.iteratorBuffer, ...options.slowConsumer });
     if (options.onMessage) this.#listeners.message.add(options.onMessage);
+    if (options.onBatch) this.#listeners.batch.add(options.onBatch);
     if (options.onGap) this.#listeners.gap.add(options.onGap);
     if (options.onSession) this.#listeners.session.add(options.onSession);
-    const id = native.id;
-    const idOf = (p: Uint8Array): number => p[0]! | (p[1]! << 8) | (p[2]! << 16) | (p[3]! * 2 ** 24);
     this.#unsubscribe.push(
-      engine.onRecord(RecordType.feedFrame, (p) => {
-        if (idOf(p) === id) this.#onFrame(p);
-      }),
-      engine.onRecord(RecordType.feedGap, (p) => {
-        if (idOf(p) !== id) return;
-        const g = readGapRecord(p);
-        this.#emit('gap', { channel: g.channel, fromSeq: g.fromSeq, count: g.count, recoverable: false });
-      }),
-      engine.onRecord(RecordType.feedSession, (p) => {
-        if (idOf(p) !== id) return;
-        const s = readSessionRecord(p);
-        this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
+      routeSubscriberRecords(engine, native.id, {
+        frame: (p) => this.#onFrame(p),
+        gap: (p) => {
+          const g = readGapRecord(p);
+          this.#emit('gap', { channel: g.channel, fromSeq: g.fromSeq, count: g.count, recoverable: false });
+        },
+        session: (p) => {
+          const s = readSessionRecord(p);
+          this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
+        },
       }),
     );
+    if (options.onWarning) this.#listeners.warning.add(options.onWarning);
+    const watch = new OtherSessionWatch();
+    this.#watchTimer = setInterval(() => {
+      for (const w of watch.check(this.#native.stats().channels)) this.#emit('warning', w);
+    }, 1000);
+    this.#watchTimer.unref();
   }
 
   get id(): number {
@@ -253,13 +234,16 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   }
 
   on(event: 'message', listener: Listener<FeedMessage>): this;
+  /** Each delivered frame's messages in place (SubscribeOptions.onBatch). */
+  on(event: 'batch', listener: Listener<FeedBatch>): this;
   on(event: 'gap', listener: Listener<FeedGap>): this;
   on(event: 'session', listener: Listener<FeedSessionChange>): this;
-  on(event: 'message' | 'gap' | 'session', listener: Listener<never>): this {
+  on(event: 'warning', listener: Listener<FeedWarning>): this;
+  on(event: SubscriberEvent, listener: Listener<never>): this {
     (this.#listeners[event] as Set<Listener<never>>).add(listener);
     return this;
   }
-  off(event: 'message' | 'gap' | 'session', listener: Listener<never>): this {
+  off(event: SubscriberEvent, listener: Listener<never>): this {
     (this.#listeners[event] as Set<Listener<never>>).delete(listener);
     return this;
   }
@@ -284,6 +268,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         held: c.held,
         sessionChanges: c.sessionChanges,
         session: c.session,
+        otherSessionFrames: c.otherSessionFrames,
         heartbeats: c.heartbeats,
         lineAFrames: c.lineAFrames,
         lineBFrames: c.lineBFrames,
@@ -325,6 +310,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     this.#closed = true;
     for (const u of this.#unsubscribe) u();
     clearInterval(this.#reportTimer);
+    clearInterval(this.#watchTimer);
     this.#native.close();
     this.#wake?.();
     await this.#recoverySession?.close();
@@ -352,21 +338,15 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   }
 
   #onFrame(p: Uint8Array): void {
-    const r = readFrameRecord(p);
-    const hasListeners = this.#listeners.message.size > 0;
-    if (!hasListeners && !this.#iterating) return;
+    const { message, batch: batchListeners } = this.#listeners;
+    if (message.size === 0 && batchListeners.size === 0 && !this.#iterating) return;
+    const batch = this.#batch;
+    batch.reset(p);
+    for (const l of batchListeners) l(batch);
+    if (message.size === 0 && !this.#iterating) return;
     // One copy per frame: message bodies are views into it and stay valid.
-    const frame = parseFrame(r.frame.slice());
-    const messages: MessageView[] = frame.messages;
-    const snapshot = (r.flags & FLAG_SNAPSHOT) !== 0;
-    const recovered = (r.flags & FLAG_RETRANSMISSION) !== 0;
-    // A snapshot frame's first_seq is last_sequence + 1: its messages are state as of last_sequence.
-    const asOf = r.firstSeq - 1n;
-    for (let i = r.skip; i < messages.length; i++) {
-      const m = messages[i]!;
-      const seq = snapshot ? asOf : m.seq;
-      const msg = new FeedMessageImpl(r.channel, r.session, r.line, snapshot, recovered, r.sendTimeNs, r.receiveTimeNs, seq, m.type, m.instrumentId, m.key, m.action, m.body);
-      if (hasListeners) for (const l of this.#listeners.message) l(msg);
+    for (const msg of batch.messages()) {
+      for (const l of message) l(msg);
       if (this.#iterating && !this.#queue.push(msg)) {
         // Policy 'disconnect': the subscription ends here; the iterator throws once drained.
         void this.close();
@@ -378,8 +358,9 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
 
   #emit(event: 'gap', v: FeedGap): void;
   #emit(event: 'session', v: FeedSessionChange): void;
-  #emit(event: 'gap' | 'session', v: FeedGap | FeedSessionChange): void {
-    for (const l of this.#listeners[event] as Set<Listener<FeedGap | FeedSessionChange>>) l(v);
+  #emit(event: 'warning', v: FeedWarning): void;
+  #emit(event: 'gap' | 'session' | 'warning', v: FeedGap | FeedSessionChange | FeedWarning): void {
+    for (const l of this.#listeners[event] as Set<Listener<FeedGap | FeedSessionChange | FeedWarning>>) l(v);
   }
 }
 

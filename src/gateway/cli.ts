@@ -7,9 +7,10 @@ import { effectiveConfig, formatEffective } from './config/effective.js';
 import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
+import { DeviceOpenError } from './device/device.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { ClientError, DEFAULT_URL, qpsCommand, statusCommand, type ClientOptions } from './control-client.js';
+import { ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -26,6 +27,26 @@ export const EXIT_CONFIG = 2;
 export const EXIT_USAGE = 64;
 
 export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = createProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    // --help and --version end with 0; anything else commander refuses is a usage error.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    throw err;
+  }
+  return exitCode;
+}
+
+/**
+ * The whole command line, every command with its options (what --help, the
+ * bash completion and the README's synopsis are made from); each action
+ * reports its exit status through `setExit`.
+ */
+export function createProgram(setExit: (code: number) => void): Command {
   const program = new Command('qpgate')
     .description(
       'qpgate: a market-data multicast gateway. Ticks go out as InfiniBand/RoCEv2 UD multicast;\n' +
@@ -35,8 +56,20 @@ export async function main(argv: string[]): Promise<number> {
     .version(VERSION, '-V, --version', 'print the version and exit')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+  // In --help's order.
+  addServeCommand(program, setExit);
+  addClientCommands(program, setExit);
+  addSessionCommands(program, setExit);
+  addConfigCommand(program, setExit);
+  addFeedCommands(program, setExit);
+  addReplayCommand(program, setExit);
+  addCompletionCommand(program, setExit);
+  return program;
+}
 
-  let exitCode = 0;
+type SetExit = (code: number) => void;
+
+function addServeCommand(program: Command, setExit: SetExit): void {
   program
     .command('serve')
     .description('run the gateway: engine thread, feeds and the control plane, until SIGTERM or SIGINT')
@@ -60,19 +93,14 @@ export async function main(argv: string[]): Promise<number> {
         'Precedence: --set and flags > environment > --config file > config/default.yaml.',
     )
     .action(async (opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) => {
-      exitCode = await serve(opts);
+      setExit(await serve(opts));
     });
+}
 
-  // A command that talks to a running gateway's control plane.
-  const gatewayCommand = (name: string, description: string) =>
-    program
-      .command(name)
-      .description(description)
-      .option('--url <url>', 'the control plane', DEFAULT_URL)
-      .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
-      .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+/** Commands that read a running gateway (status, qps, sessions) and pingpong. */
+function addClientCommands(program: Command, setExit: SetExit): void {
   const client = (name: string, description: string, run: (o: ClientOptions & { json?: boolean }) => Promise<string>) =>
-    gatewayCommand(name, description)
+    controlPlaneCommand(program, name, description)
       .option('--json', 'print the JSON the control plane returned')
       .action(async (opts: ClientOptions & { json?: boolean }) => {
         try {
@@ -80,32 +108,33 @@ export async function main(argv: string[]): Promise<number> {
         } catch (err) {
           if (!(err instanceof ClientError)) throw err;
           process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-          exitCode = EXIT_FAILED;
+          setExit(EXIT_FAILED);
         }
       });
   client('status', 'device, port state, GIDs, MTU, engine placement, SLOs, feeds and sessions of a running gateway (like ibstat)', statusCommand);
   client('qps', 'the queue pairs of a running gateway (like `rdma res show qp`)', qpsCommand);
-  addPingpongCommand(program, (code) => {
-    exitCode = code;
-  });
+  addPingpongCommand(program, setExit);
   client('sessions', 'the RC sessions of a running gateway (trading, risk, recovery); --close <id> closes one', sessionsCommand).option(
     '--close <id>',
     'close this session (its QP to ERR; cancel-on-disconnect for trading)',
   );
+}
 
-  // Sessions of our own: an RC QP on a soft device of ours (--address), the handshake through the control plane.
+/** Sessions of our own (order, risk): an RC QP on a soft device of ours (--address), the handshake through the control plane. */
+function addSessionCommands(program: Command, setExit: SetExit): void {
   const session = (name: string, description: string) =>
-    gatewayCommand(name, description)
+    controlPlaneCommand(program, name, description)
       .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
       .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
-      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2');
+      .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
+      .addOption(receiveModeOption());
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {
-      exitCode = await fn();
+      setExit(await fn());
     } catch (err) {
       if (!(err instanceof ClientError)) throw err;
       process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-      exitCode = EXIT_FAILED;
+      setExit(EXIT_FAILED);
     }
   };
   const print = (line: string) => void process.stdout.write(`${line}\n`);
@@ -128,7 +157,9 @@ export async function main(argv: string[]): Promise<number> {
       const o = this.opts<Parameters<typeof riskCommand>[0]>();
       return run('risk', () => riskCommand(o, print))();
     });
+}
 
+function addConfigCommand(program: Command, setExit: SetExit): void {
   program
     .command('config')
     .description('print the effective configuration, each key with its value and where it came from (secrets redacted)')
@@ -142,13 +173,12 @@ export async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         process.stderr.write(`qpgate: ${err.message}\n`);
-        exitCode = EXIT_CONFIG;
+        setExit(EXIT_CONFIG);
       }
     });
+}
 
-  addFeedCommands(program, (code) => {
-    exitCode = code;
-  });
+function addReplayCommand(program: Command, setExit: SetExit): void {
   program
     .command('replay')
     .argument('<file>', 'a tick file made by `qpgate record`')
@@ -162,14 +192,16 @@ export async function main(argv: string[]): Promise<number> {
       try {
         const { records, truncatedBytes } = readTickFile(file);
         process.stderr.write(`qpgate replay: ${records.length} messages in ${file}${truncatedBytes ? ` (a partial last record of ${truncatedBytes} bytes left out)` : ''}\n`);
-        exitCode = await serve({ config: opts.config, port: opts.port, set: [...replayOverrides(file, opts), ...opts.set] });
+        setExit(await serve({ config: opts.config, port: opts.port, set: [...replayOverrides(file, opts), ...opts.set] }));
       } catch (err) {
         if (!(err instanceof TickFileError) && !(err instanceof ClientError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         process.stderr.write(`qpgate replay: ${(err as Error).message}\n`);
-        exitCode = EXIT_CONFIG;
+        setExit(EXIT_CONFIG);
       }
     });
+}
 
+function addCompletionCommand(program: Command, setExit: SetExit): void {
   program
     .command('completion')
     .argument('<shell>', 'bash')
@@ -177,20 +209,11 @@ export async function main(argv: string[]): Promise<number> {
     .action((shell: string) => {
       if (shell !== 'bash') {
         process.stderr.write(`qpgate completion: only bash is supported, got ${JSON.stringify(shell)}\n`);
-        exitCode = EXIT_USAGE;
+        setExit(EXIT_USAGE);
         return;
       }
       process.stdout.write(bashCompletion(program));
     });
-
-  try {
-    await program.parseAsync(argv);
-  } catch (err) {
-    // --help and --version end with 0; anything else commander refuses is a usage error.
-    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
-    throw err;
-  }
-  return exitCode;
 }
 
 async function serve(opts: { config?: string; set: string[]; host?: string; port?: string; logLevel?: string }) {
@@ -214,7 +237,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
-    if (err instanceof StateDirLockedError) {
+    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
       return EXIT_CONFIG;
     }

@@ -1,11 +1,36 @@
 // `qpgate status` and `qpgate qps`: read the control plane and print what
 // ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
+import { Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
+import { table } from './table.js';
 import { formatNs } from './units.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
+
+/** A command that talks to a running gateway's control plane: --url, --token and --config (for state.dir's admin.token). */
+/**
+ * --receive-mode for a client's own soft device: against a gateway on rxe or
+ * a NIC (IPv4 ID not 0) only af-packet verifies the ICRC (docs/protocol.md §1.8).
+ */
+export function receiveModeOption(): Option {
+  return new Option(
+    '--receive-mode <mode>',
+    "our soft device's receive path: af-packet sees each packet's real IP header, so the ICRC of a gateway on rxe or a NIC verifies (needs CAP_NET_RAW)",
+  )
+    .choices(['plain-udp', 'af-packet'])
+    .default('plain-udp');
+}
+
+export function controlPlaneCommand(program: Command, name: string, description: string, urlHelp = 'the control plane'): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--url <url>', urlHelp, DEFAULT_URL)
+    .option('--token <token>', 'bearer token (default: $QPGATE_TOKEN, else <state.dir>/admin.token)')
+    .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+}
 
 export class ClientError extends Error {}
 
@@ -51,16 +76,6 @@ export async function getJson<T>(opts: ClientOptions, path: string): Promise<T> 
   if (res.status === 401) throw new ClientError(`the gateway at ${base} refused the token from ${source} (401: ${body.message ?? 'unauthorized'})`);
   if (!res.ok) throw new ClientError(`${path}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
   return body as T;
-}
-
-/** Columns padded to their widest cell; numbers right-aligned. */
-export function table(headers: string[], rows: Array<Array<string | number>>): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))];
-  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number'));
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells
-    .map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
-    .join('\n');
 }
 
 // The parts of /v1/status the CLI prints.

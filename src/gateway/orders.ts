@@ -85,6 +85,7 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
   );
   state.metricSources.push(orderMetrics(service, () => handlers));
   state.readinessChecks.push(() => journalProblem(service));
+  const stopRebuildLog = logRebuildFailures(service, log);
 
   return {
     service,
@@ -111,6 +112,7 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
       }
     },
     close: async () => {
+      stopRebuildLog();
       await detachHandlers();
       const before = service.running ? service.stats() : undefined;
       service.close();
@@ -126,4 +128,23 @@ export function journalProblem(service: OrderService): string | undefined {
   const s = service.stats();
   if (s === undefined || Number(s['journalFailed'] ?? 0) === 0) return undefined;
   return `order journal failed: ${String(s['journalFailure'] ?? '') || 'see the gateway log'}`;
+}
+
+const REBUILD_CHECK_MS = 1000;
+
+/**
+ * Logs, once a second at most, that resend rebuilds failed and why (the
+ * engine counts them; the reason of the last one comes with its stats).
+ * Returns the function that stops it.
+ */
+function logRebuildFailures(service: OrderService, log: GatewayState['logger']): () => void {
+  let seen = 0;
+  const timer = setInterval(() => {
+    const s = service.running ? service.stats() : undefined;
+    const failures = Number(s?.resendRebuildFailures ?? 0);
+    if (failures <= seen) return;
+    log.warn({ failures: failures - seen, reason: s?.lastRebuildFailure }, 'resend rebuild from the journal failed: the session gets resend gaps');
+    seen = failures;
+  }, REBUILD_CHECK_MS).unref();
+  return () => clearInterval(timer);
 }

@@ -89,8 +89,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
   let orders: OrdersLifecycle | undefined;
   try {
     state.device = openGatewayDevice(config, engine);
-    const port = state.device.queryPort(1);
-    log.info({ device: state.device.name, gid: state.device.gid, portState: port.state, activeMtu: port.activeMtu }, 'device open');
+    const port = state.device.queryPort();
+    const { name, backend, gid, gidReport } = state.device;
+    log.info({ device: name, backend, gid, gidReport: gidReport ?? undefined, portState: port.state, activeMtu: port.activeMtu }, 'device open');
     state.feeds = await startFeeds(state);
     orders = await startOrders(state);
     await options.attach?.(state);

@@ -32,7 +32,8 @@ export interface NativeRingLayout {
   readonly paddingType: number;
   readonly minCapacity: number;
   readonly maxCapacity: number;
-  readonly recordTypes: { readonly echo: number };
+  /** Every record type of the rings, by name (native/src/gateway/engine_agents.h kRecordTypes). */
+  readonly recordTypes: Readonly<Record<string, number>>;
 }
 
 export type IdleStrategyName = 'spin' | 'yield' | 'backoff';
@@ -132,7 +133,15 @@ export interface NativeRings {
 export interface NativeEngine {
   /** Spawns the engine thread; returns once it is pinned and its buffers are allocated. */
   start(): void;
-  /** Joins the thread and frees its buffers. Idempotent. */
+  /**
+   * Sets the engine up on this (the JS) thread, spawning none: the event loop
+   * watches its fds and deadline and runs its duty cycles, then calls
+   * `onWork` (native/src/addon/engine_driver.h).
+   */
+  startDriven(onWork: () => void): void;
+  /** One duty cycle of a driven engine, now; returns the work done (0: nothing was ready). */
+  doWork(): number;
+  /** Joins the thread (or stops driving) and frees its buffers. Idempotent. */
   stop(): void;
   placement(): PlacementReport;
   stats(): EngineStats;
@@ -142,6 +151,8 @@ export interface NativeEngine {
   /** Rings the doorbell if the engine is parked; returns whether it rang. */
   notify(): boolean;
   readonly running: boolean;
+  /** Started with startDriven. */
+  readonly driven: boolean;
 }
 
 export interface NativeAddon {

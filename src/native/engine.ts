@@ -1,7 +1,10 @@
 // The engine from JS: starts and stops the native poll thread, writes
 // commands into the toEngine ring in batches (one publish, at most one
 // doorbell per batch) and hands fromEngine records to a handler one batch
-// per wake-up.
+// per wake-up. Or, started with startDriven(), the engine runs on the JS
+// thread itself: the event loop runs its duty cycles when its fds or its
+// protocol deadline are ready and then calls the work listeners (onWork);
+// doWork() runs one cycle at once (the order clients, src/orders/rc-endpoint.ts).
 import {
   loadAddon,
   type EngineStats,
@@ -11,7 +14,7 @@ import {
 } from './addon.js';
 import { RingConsumer, RingProducer } from './spsc-ring.js';
 
-/** Record types (native/src/engine/record_types.h). */
+/** Record types (native/src/gateway/engine_agents.h kRecordTypes; a test checks they agree). */
 export const RecordType = {
   /** toEngine: bytes to send back; fromEngine: the bytes + uint64 receive time (CLOCK_MONOTONIC ns, LE). */
   echo: 1,
@@ -66,6 +69,8 @@ export class Engine {
   #op: Promise<unknown> = Promise.resolve();
   #drainScheduled = false;
   readonly #routes = new Map<number, Set<RecordHandler>>();
+  readonly #workListeners = new Set<() => void>();
+  #workScheduled = false;
   #recordHandlerErrors = 0;
   #onRecordHandlerError: RecordHandlerErrorListener | undefined;
 
@@ -142,6 +147,36 @@ export class Engine {
     if (producer !== undefined && this.#native.running) this.#flush(producer);
   }
 
+  /**
+   * A driven engine: `listener` runs after the duty cycles of each wake-up of
+   * the event loop (a packet, a protocol deadline); returns the unsubscribe
+   * function. A throw is counted and reported as a record handler's is (type 0).
+   */
+  onWork(listener: () => void): () => void {
+    this.#workListeners.add(listener);
+    return () => this.#workListeners.delete(listener);
+  }
+
+  /** Started with startDriven(): runs on the JS thread. */
+  get driven(): boolean {
+    return this.#native.driven;
+  }
+
+  /**
+   * One duty cycle of a driven engine, now (after posting work); returns the
+   * work done. A cycle that did work may have completed work of any QP on the
+   * engine with no fd left readable to say so: the work listeners run once
+   * soon after (setImmediate, coalesced).
+   */
+  doWork(): number {
+    const work = this.#native.doWork();
+    if (work > 0 && !this.#workScheduled && this.#workListeners.size > 0) {
+      this.#workScheduled = true;
+      setImmediate(() => this.#work());
+    }
+    return work;
+  }
+
   /** Replaces the handler that receives fromEngine records, a batch at a time. */
   onBatch(handler: BatchHandler | undefined): void {
     this.#handler = handler;
@@ -159,6 +194,23 @@ export class Engine {
     return this.#serialise(() => {
       if (!this.#native.running) {
         this.#native.start();
+        const rings = this.#native.rings();
+        this.#producer = new RingProducer(rings.toEngine, rings.toEngineCapacity);
+        this.#consumer = new RingConsumer(rings.fromEngine, rings.fromEngineCapacity);
+      }
+      return this.#native.placement();
+    });
+  }
+
+  /**
+   * Starts the engine on this thread, driven by the event loop: no engine
+   * thread, no pinning (it is Node's thread), verbs calls run inline. For a
+   * client of one or a few QPs on a host with few CPUs.
+   */
+  startDriven(): Promise<PlacementReport> {
+    return this.#serialise(() => {
+      if (!this.#native.running) {
+        this.#native.startDriven(() => this.#work());
         const rings = this.#native.rings();
         this.#producer = new RingProducer(rings.toEngine, rings.toEngineCapacity);
         this.#consumer = new RingConsumer(rings.fromEngine, rings.fromEngineCapacity);
@@ -206,9 +258,24 @@ export class Engine {
     }
   }
 
-  /** Publishes what was written and wakes the engine only if it is parked. */
+  #work(): void {
+    this.#workScheduled = false;
+    for (const listener of this.#workListeners) {
+      try {
+        listener();
+      } catch (e) {
+        this.#recordHandlerFailed(e, 0);
+      }
+    }
+  }
+
+  /** Publishes what was written and wakes the engine only if it is parked (a driven one: runs a cycle). */
   #flush(producer: RingProducer): void {
     if (!producer.publish()) return;
+    if (this.#native.driven) {
+      this.doWork();
+      return;
+    }
     // One Atomics.load on the hot path; the native call only when parked.
     if (producer.consumerWaiting()) this.#native.notify();
   }

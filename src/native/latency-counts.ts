@@ -2,28 +2,23 @@
 // latency_histogram.h): HdrHistogram's layout with 2 significant digits and
 // values in ns. The engine records; JS copies the counters once per
 // evaluation tick or scrape, never per message.
-import { build, type Histogram } from 'hdr-histogram-js';
+import { Float64Histogram, build, type Histogram } from 'hdr-histogram-js';
 
-export const SUB_BUCKET_HALF_COUNT_MAGNITUDE = 7;
-const SUB_BUCKET_HALF_COUNT = 1 << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
 export const HIGHEST_TRACKABLE_NS = 2 ** 36 - 1;
-export const COUNTS_LENGTH = (36 - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1) + 2) * SUB_BUCKET_HALF_COUNT;
+// The counter layout as hdr-histogram-js computes it: the engine's counters
+// follow HdrHistogram's (native/src/metrics/latency_histogram.h).
+const LAYOUT = new Float64Histogram(1, HIGHEST_TRACKABLE_NS, 2);
+/** The engine's counter count (kCountsLength in native/src/metrics/latency_histogram.h). */
+export const COUNTS_LENGTH = LAYOUT.countsArrayLength;
 
-/** The lowest value (ns) that lands in counter i: HdrHistogram's valueFromIndex. */
-export function valueAtIndex(i: number): number {
-  let bucket = (i >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1;
-  let subBucket = (i & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT;
-  if (bucket < 0) {
-    subBucket -= SUB_BUCKET_HALF_COUNT;
-    bucket = 0;
-  }
-  return subBucket * 2 ** bucket;
-}
+/** The lowest value (ns) that lands in counter i. */
+export const valueAtIndex = (i: number): number => LAYOUT.valueFromIndex(i);
 
 /** The highest value (ns) that lands in counter i. */
-export function highestValueAtIndex(i: number): number {
-  return i + 1 < COUNTS_LENGTH ? valueAtIndex(i + 1) - 1 : HIGHEST_TRACKABLE_NS;
-}
+export const highestValueAtIndex = (i: number): number => LAYOUT.highestEquivalentValue(LAYOUT.valueFromIndex(i));
+
+/** The counter a value (ns) lands in. */
+export const indexOf = (valueNs: number): number => LAYOUT.countsArrayIndex(valueNs);
 
 /**
  * A sparse copy of a histogram's counters: latency distributions touch a few
@@ -98,14 +93,7 @@ export class LatencyCounts {
 
   /** The value (ns) at a percentile (0–100], as HdrHistogram reports it (the counter's highest value); 0 when empty. */
   valueAtPercentile(percentile: number): number {
-    if (this.total === 0) return 0;
-    const wanted = Math.max(1, Math.ceil((percentile / 100) * this.total));
-    let seen = 0;
-    for (let k = 0; k < this.indices.length; k++) {
-      seen += this.counts[k]!;
-      if (seen >= wanted) return highestValueAtIndex(this.indices[k]!);
-    }
-    return highestValueAtIndex(this.indices[this.indices.length - 1]!);
+    return this.total === 0 ? 0 : this.toHdr().getValueAtPercentile(percentile);
   }
 
   /** Events at or below each bound (ns), for Prometheus' cumulative `le` buckets. */
@@ -124,17 +112,4 @@ export class LatencyCounts {
     for (let k = 0; k < this.indices.length; k++) h.recordValueWithCount(valueAtIndex(this.indices[k]!), this.counts[k]!);
     return h;
   }
-}
-
-/** HdrHistogram's countsArrayIndex for 2 significant digits, lowest value 1. */
-export function indexOf(value: number): number {
-  const v = Math.floor(value);
-  // Bucket = position of the highest bit above the sub-bucket range.
-  const magnitude = v <= 255 ? 7 : Math.floor(Math.log2(v));
-  let bucket = magnitude - SUB_BUCKET_HALF_COUNT_MAGNITUDE;
-  // Guard Math.log2 rounding at exact powers of two.
-  if (2 ** (bucket + SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1) <= v) bucket++;
-  if (bucket > 0 && 2 ** (bucket + SUB_BUCKET_HALF_COUNT_MAGNITUDE) > v) bucket--;
-  const subBucket = Math.floor(v / 2 ** bucket);
-  return ((bucket + 1) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + subBucket - SUB_BUCKET_HALF_COUNT;
 }

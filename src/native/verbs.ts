@@ -1,4 +1,4 @@
-// The verbs interface from TypeScript: a soft RoCEv2 device on an engine,
+// The verbs interface from TypeScript: a device on an engine (soft RoCEv2 or libibverbs),
 // and its protection domains, memory regions, completion queues, queue
 // pairs, address handles and shared receive queues — ibverbs' objects and
 // names, in camelCase (ibv_qp_attr.dest_qp_num → destQpNum).
@@ -216,7 +216,10 @@ export interface PortAttr {
 export interface GidEntry {
   readonly index: number;
   readonly gid: string;
-  readonly type: 'RoCE v2';
+  /** The sysfs gid_attrs/types spelling; the soft device's entries are all 'RoCE v2'. */
+  readonly type: 'RoCE v2' | 'RoCE v1' | 'IB';
+  /** ibv: the interface the entry belongs to. */
+  readonly netdev?: string;
 }
 
 export interface AsyncEvent {
@@ -248,9 +251,12 @@ export interface NetReport {
 
 /** Named counters: socket level (net), decode/ICRC (wire), and ingress drops by reason. */
 export interface DeviceCounters {
+  /** The soft device's sockets, wire decoding and ingress checks; empty objects for ibv. */
   readonly net: Readonly<Record<string, number>>;
   readonly wire: Readonly<Record<string, number>>;
   readonly ingress: Readonly<Record<string, number>>;
+  /** ibv: async events the engine took, by type ('IBV_EVENT_PORT_ERR'), and `lost` (dropped: not taken by getAsyncEvent in time). */
+  readonly asyncEvents: Readonly<Record<string, number>>;
 }
 
 // ---------------------------------------------------------------- work requests
@@ -362,8 +368,11 @@ interface NativePd {
 }
 interface NativeDevice {
   readonly name: string;
-  readonly backend: 'soft';
+  readonly backend: Backend;
   readonly gid: string;
+  readonly gidIndex: number;
+  readonly gidReport: string | null;
+  readonly port: number;
   readonly address: string;
   readonly interface: InterfaceInfo;
   query(): DeviceAttr;
@@ -373,7 +382,7 @@ interface NativeDevice {
   createCq(depth: number, context?: bigint): NativeCq;
   getAsyncEvent(): AsyncEvent | null;
   counters(): DeviceCounters;
-  netReport(): NetReport;
+  netReport(): NetReport | null;
   close(): void;
 }
 interface NativeVerbs {
@@ -398,7 +407,12 @@ export type IcrcPolicy = 'strict' | 'count-unverifiable';
 /** How a soft device reads packets, and so what its ICRC check can cover (docs/protocol.md §1.8). */
 export type ReceiveMode = 'plain-udp' | 'af-packet';
 
+/** 'soft': RoCEv2 in user space over UDP; 'ibv': libibverbs (a RoCE NIC, or the kernel's rxe). */
+export type Backend = 'soft' | 'ibv';
+
+/** openDevice's options for a soft device (kind 'soft', the default). */
 export interface OpenDeviceOptions {
+  readonly kind?: 'soft';
   /** The device's IPv4 address ('127.0.0.2'); it must belong to an interface (lo owns 127/8). */
   readonly address?: string;
   /** Or an interface name ('eth0', 'lo'): its first IPv4 address. */
@@ -436,6 +450,19 @@ export interface InterfaceInfo {
   readonly loopback: boolean;
 }
 
+/** openDevice's options for an RDMA device through libibverbs. */
+export interface OpenIbvDeviceOptions {
+  readonly kind: 'ibv';
+  /** The RDMA device: 'rxe0', 'mlx5_0' (ibv_devices lists them). */
+  readonly name: string;
+  /** Default 1. */
+  readonly port?: number;
+  /** The source GID entry; default: the RoCE v2 IPv4-mapped GID of the port's interface (gidReport says which and why). */
+  readonly gidIndex?: number;
+  /** The interface (or one of its IPv4 addresses) whose GID to choose; default: the one the port's GIDs name. */
+  readonly interface?: string;
+}
+
 /** Anything that carries a native engine: the addon's Engine, or a wrapper exposing it as `native`. */
 export type EngineLike = NativeEngine | { readonly native: NativeEngine };
 
@@ -450,7 +477,7 @@ function nativeEngineOf(engine: EngineLike): NativeEngine {
  * this or another process) owns <address>:4791; EADDRNOTAVAIL when no
  * interface has the address; ENODEV for an unknown interface.
  */
-export function openDevice(engine: EngineLike, options: OpenDeviceOptions): Device {
+export function openDevice(engine: EngineLike, options: OpenDeviceOptions | OpenIbvDeviceOptions): Device {
   return new Device(nativeVerbs().openDevice(nativeEngineOf(engine), { ...options }));
 }
 
@@ -474,12 +501,23 @@ export class Device {
   get name(): string {
     return this.#native.name;
   }
-  get backend(): 'soft' {
+  get backend(): Backend {
     return this.#native.backend;
   }
-  /** GID index 0: '::ffff:a.b.c.d'. */
+  /** The source GID: '::ffff:a.b.c.d' (soft: index 0; ibv: the chosen entry). */
   get gid(): string {
     return this.#native.gid;
+  }
+  get gidIndex(): number {
+    return this.#native.gidIndex;
+  }
+  /** ibv: which GID entry was chosen and why, for the log; null for soft. */
+  get gidReport(): string | null {
+    return this.#native.gidReport;
+  }
+  /** The port in use (soft: 1). */
+  get port(): number {
+    return this.#native.port;
   }
   get address(): string {
     return this.#native.address;
@@ -491,8 +529,8 @@ export class Device {
   query(): DeviceAttr {
     return this.#native.query();
   }
-  /** ibv_query_port (the soft device has port 1). */
-  queryPort(port = 1): PortAttr {
+  /** ibv_query_port; default: the port in use (the soft device has port 1). */
+  queryPort(port = this.port): PortAttr {
     return this.#native.queryPort(port);
   }
   /** ibv_query_gid over the table: index 0 is the RoCEv2 IPv4-mapped GID. */
@@ -513,7 +551,8 @@ export class Device {
   counters(): DeviceCounters {
     return this.#native.counters();
   }
-  netReport(): NetReport {
+  /** The soft device's receive path; null for ibv. */
+  netReport(): NetReport | null {
     return this.#native.netReport();
   }
   /** Releases the device handle; its sockets close once its last PD/CQ/QP is gone too. */

@@ -12,7 +12,8 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ClientError, getJson, resolveToken, table, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, getJson, resolveToken, type ClientOptions } from '../gateway/control-client.js';
+import { table } from '../gateway/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';
@@ -23,6 +24,7 @@ export interface SessionCliOptions extends ClientOptions {
   name: string;
   account: string[];
   address: string;
+  receiveMode?: 'plain-udp' | 'af-packet';
 }
 
 export type Parsed =
@@ -123,7 +125,7 @@ export async function orderCommand(
     token,
     name: opts.name,
     accounts,
-    device: { address: opts.address },
+    device: { address: opts.address, receiveMode: opts.receiveMode },
     takeover: true,
   }).catch((err: unknown) => {
     throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
@@ -176,7 +178,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address }, takeover: true }).catch(
+  const risk = await RiskClient.connect({ url: opts.url ?? 'http://127.0.0.1:7470', token, name: opts.name, accounts, device: { address: opts.address, receiveMode: opts.receiveMode }, takeover: true }).catch(
     (err: unknown) => {
       throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

@@ -59,8 +59,6 @@ export interface OrderClientOptions extends EndpointOptions {
   maxMessageBytes?: number;
   /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
   helloTimeoutMs?: number;
-  /** Poll period while nothing is outstanding (default 2 ms): unsolicited fills and cancels. */
-  idlePollMs?: number;
 }
 
 export type NewOrderAnswer = Ack | Reject;
@@ -101,10 +99,9 @@ export class OrderClient extends EventEmitter {
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
-  #timer: NodeJS.Timeout | undefined;
-  #immediate: NodeJS.Immediate | undefined;
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
   #catchUp: { target: bigint; resolve: () => void } | undefined;
+  #reconnecting: Promise<void> | undefined;
   readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, inFlight: 0, queued: 0 };
 
   private constructor(ep: RcEndpoint, options: OrderClientOptions) {
@@ -113,6 +110,12 @@ export class OrderClient extends EventEmitter {
     this.#options = options;
     this.#window = options.window ?? 64;
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
+    // Answers, fills and cancels: polled at the engine's wake-ups (a packet, a
+    // deadline) and after our posts; a busy-poll ends at the first message.
+    ep.watch(
+      () => !this.#connected || this.#poll() > 0,
+      () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots,
+    );
   }
 
   /** Creates the endpoint, opens the session and resynchronises (Hello → Welcome → resend). */
@@ -171,14 +174,20 @@ export class OrderClient extends EventEmitter {
   /**
    * After a 'disconnect' (or to move to a restarted gateway, `url`): a new QP,
    * the handshake again (same session id), Hello with lastAppSeq, the resend,
-   * then every unanswered request again. Requests made meanwhile wait.
+   * then every unanswered request again. Requests made meanwhile wait. A call
+   * while one is under way joins it (its overrides are not applied): two
+   * handshakes for one session would race for its name.
    */
-  async reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
-    if (this.#closed) throw new Error('qpgate client: reconnect() after close()');
+  reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('qpgate client: reconnect() after close()'));
+    if (this.#reconnecting !== undefined) return this.#reconnecting;
     if (overrides.url !== undefined) this.#ep.options.url = overrides.url;
     if (overrides.token !== undefined) this.#ep.options.token = overrides.token;
     this.#stats.reconnects++;
-    await this.#establish();
+    this.#reconnecting = this.#establish().finally(() => {
+      this.#reconnecting = undefined;
+    });
+    return this.#reconnecting;
   }
 
   /** Drops the QP without telling the gateway (as a crash would); pending requests stay for reconnect(). */
@@ -203,7 +212,6 @@ export class OrderClient extends EventEmitter {
 
   async #establish(): Promise<void> {
     this.#connected = false;
-    this.#stopPolling();
     this.#drainStale();
     const { recvSlots, sendSlots } = this.#ep.shape;
     this.#freeSend.length = 0;
@@ -219,7 +227,6 @@ export class OrderClient extends EventEmitter {
       qp.postRecv(wrs);
     });
     this.#connected = true;
-    this.#schedule(true);
     const welcome = await this.#hello();
     if (welcome.appSeq > this.#lastAppSeq) {
       await new Promise<void>((resolve, reject) => {
@@ -278,7 +285,6 @@ export class OrderClient extends EventEmitter {
   }
 
   async #release(): Promise<void> {
-    this.#stopPolling();
     await this.#ep.close();
   }
 
@@ -337,52 +343,29 @@ export class OrderClient extends EventEmitter {
       this.#lost(`postSend failed: ${(err as Error).message}`);
       return;
     }
-    this.#schedule(true);
+    this.#ep.kick();
   }
 
   // ---------------------------------------------------------------- completions
 
-  #schedule(busy: boolean): void {
-    if (this.#closed || this.#immediate !== undefined) return;
-    if (busy) {
-      if (this.#timer !== undefined) {
-        clearTimeout(this.#timer);
-        this.#timer = undefined;
-      }
-      this.#immediate = setImmediate(() => {
-        this.#immediate = undefined;
-        this.#poll();
-      });
-    } else if (this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#poll();
-      }, this.#options.idlePollMs ?? 2);
-    }
-  }
-
-  #stopPolling(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
-    this.#timer = undefined;
-    this.#immediate = undefined;
-  }
-
-  #poll(): void {
-    if (this.#closed || !this.#connected) return;
+  // Takes what completed (a batch), delivers it, reposts the receives and
+  // sends what the window now allows; returns the messages received.
+  #poll(): number {
+    if (this.#closed || !this.#connected) return 0;
     const qpn = this.#ep.qp.qpNum;
     let wcs: Wc[];
     try {
       wcs = this.#ep.cq.poll(256);
     } catch (err) {
       this.#lost(`poll failed: ${(err as Error).message}`);
-      return;
+      return 0;
     }
+    let received = 0;
     for (const wc of wcs) {
       if (wc.qpNum !== qpn) continue;
       if (wc.status !== 'IBV_WC_SUCCESS') {
         this.#lost(`${wc.wrId & SEND_BIT ? 'send' : 'receive'} completed with ${wc.status}`);
-        return;
+        return received;
       }
       if (wc.wrId & SEND_BIT) {
         this.#freeSend.push(Number(wc.wrId & 0xffffffffn));
@@ -391,6 +374,7 @@ export class OrderClient extends EventEmitter {
       const slot = Number(wc.wrId);
       const at = this.#ep.recvOffset(slot);
       this.#repost.push(slot);
+      received++;
       let message: GatewayMessage;
       try {
         message = decodeGatewayMessage(this.#ep.buffer.subarray(at, at + wc.byteLen));
@@ -399,7 +383,7 @@ export class OrderClient extends EventEmitter {
         continue;
       }
       this.#deliver(message);
-      if (!this.#connected) return;
+      if (!this.#connected) return received;
     }
     if (this.#repost.length > 0) {
       const wrs = this.#repost.map((i) => ({ wrId: BigInt(i), sgList: [this.#ep.mr.sge(this.#ep.recvOffset(i), this.#ep.shape.slotBytes)] }));
@@ -408,13 +392,11 @@ export class OrderClient extends EventEmitter {
         this.#ep.qp.postRecv(wrs);
       } catch (err) {
         this.#lost(`postRecv failed: ${(err as Error).message}`);
-        return;
+        return received;
       }
     }
     this.#pump();
-    const busy =
-      wcs.length > 0 || this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots;
-    this.#schedule(busy);
+    return received;
   }
 
   #deliver(m: GatewayMessage): void {

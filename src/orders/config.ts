@@ -150,7 +150,7 @@ export const OrdersConfig = Type.Object(
       minimum: 1024,
       maximum: 1 << 28,
       default: 1 << 20,
-      description: 'client order ids the duplicate table holds, all sessions together (64 B each, taken as used); past it, ID_LIMIT',
+      description: 'client order ids the duplicate table holds, all sessions together (2 x this slots of 64 B, touched as ids land); past it, ID_LIMIT',
     }),
     publishToFeed: Type.Boolean({ default: true, description: 'publish trades and book levels on the feed when feeds run' }),
     handlers: Type.Array(

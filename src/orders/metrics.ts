@@ -22,6 +22,10 @@ const COUNTERS: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
   ['qpgate_order_unsolicited_cancels_total', 'Orders cancelled by the gateway (IOC remainder, self-match, cancel-on-disconnect).', field('unsolicitedCancels')],
   ['qpgate_order_trades_total', 'Trades matched by the built-in books.', field('trades')],
   ['qpgate_order_resent_messages_total', 'Sequenced messages resent after a Hello or a resent request.', field('resends')],
+  ['qpgate_order_resend_gaps_total', 'Messages a Hello asked for that the gateway no longer keeps (older than orders.sessions.resendCapacity of its session).', field('resendGaps')],
+  ['qpgate_order_resend_rebuilds_total', "Hellos of a closed (or restarted) session whose missed messages were rebuilt from the journal (a replay on the rebuild worker thread).", field('resendRebuilds')],
+  ['qpgate_order_resend_rebuild_failures_total', 'Rebuilds that could not read the journal back (what they missed counts as resend gaps).', field('resendRebuildFailures')],
+  ['qpgate_order_resend_rebuild_seconds_total', 'Time the rebuilds from the journal took on the rebuild worker thread.', (s) => Number(s['resendRebuildNs'] ?? 0) / 1e9],
   ['qpgate_order_decode_errors_total', 'Messages that were not a valid OrderMessage (answered by a MALFORMED Reject or the session closed).', field('decodeErrors')],
   ['qpgate_order_journal_records_total', 'Records appended to the order journal.', field('journalRecords')],
   ['qpgate_order_journal_syncs_total', 'fdatasync calls of the order journal.', field('journalSyncs')],
@@ -29,6 +33,13 @@ const COUNTERS: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
   ['qpgate_order_back_pressure_events_total', 'Times receives were held back (clients got RNR NAKs) because answers were waiting.', field('backPressureEvents')],
   ['qpgate_order_session_disconnects_total', "Trading and risk sessions whose QP left RTS.", field('disconnects')],
   ['qpgate_order_events_total', 'Order events (accepted, replaced, filled, cancelled) handed from the engine to the TS order handlers.', field('orderEvents')],
+];
+
+const GAUGES: ReadonlyArray<[name: string, help: string, read: Numeric]> = [
+  ['qpgate_order_journal_durable_bytes', 'Journal bytes known to be written (and fdatasync-ed under fsync interval/every): answers are released up to here.', field('durablePosition')],
+  ['qpgate_order_events_waiting', 'Order events held in the engine for the journal or for the TS handlers to catch up (they count towards back-pressure).', field('orderEventsWaiting')],
+  ['qpgate_order_pending_messages', 'Answers waiting for the journal or a send slot (above orders.sessions.backPressureMessages, receives are held).', field('pendingMessages')],
+  ['qpgate_order_resend_bytes', "Memory of the connected sessions' resend stores (a closed session holds none).", field('resendBytes')],
 ];
 
 /** Adds the order-entry families to `registry`; `service` may be closed later (the families then read 0). */
@@ -75,38 +86,22 @@ export function orderMetrics(service: OrderService, handlers: () => readonly Att
         }
       },
     });
-    new Gauge({
-      name: 'qpgate_order_journal_durable_bytes',
-      help: 'Journal bytes known to be written (and fdatasync-ed under fsync interval/every): answers are released up to here.',
-      registers: [registry],
-      collect() {
-        const s = stats();
-        this.set(s ? Number(s.durablePosition) : 0);
-      },
-    });
     family('qpgate_order_handler_events_total', 'Order events each TS order handler was given.', ['handler'], (_s, inc) => {
       for (const h of handlers()) inc({ handler: h.name }, h.events);
     });
     family('qpgate_order_handler_errors_total', "Order events a TS order handler's onEvent threw on (logged; the gateway goes on).", ['handler'], (_s, inc) => {
       for (const h of handlers()) inc({ handler: h.name }, h.errors);
     });
-    new Gauge({
-      name: 'qpgate_order_events_waiting',
-      help: 'Order events held in the engine for the journal or for the TS handlers to catch up (they count towards back-pressure).',
-      registers: [registry],
-      collect() {
-        const s = stats();
-        this.set(s ? Number(s['orderEventsWaiting'] ?? 0) : 0);
-      },
-    });
-    new Gauge({
-      name: 'qpgate_order_pending_messages',
-      help: 'Answers waiting for the journal or a send slot (above orders.sessions.backPressureMessages, receives are held).',
-      registers: [registry],
-      collect() {
-        const s = stats();
-        this.set(s ? Number(s['pendingMessages'] ?? 0) : 0);
-      },
-    });
+    for (const [name, help, read] of GAUGES) {
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          const s = stats();
+          this.set(s ? read(s) : 0);
+        },
+      });
+    }
   };
 }

@@ -76,6 +76,18 @@ export interface NativeOrderStats {
   journalFailure: string;
   clientOrderIds: number;
   ackLatencyCount: number;
+  /** Messages a Hello asked for that were no longer kept. */
+  resendGaps: number;
+  /** Hellos of a closed (or restarted) session whose missed messages were rebuilt from the journal. */
+  resendRebuilds: number;
+  /** Rebuilds that could not read the journal back. */
+  resendRebuildFailures: number;
+  /** Why the last of them failed ("session 7: ..."); '' until one has. */
+  lastRebuildFailure: string;
+  /** Time those rebuilds took on the rebuild worker (never the engine thread), ns. */
+  resendRebuildNs: number;
+  /** Memory of the connected sessions' resend stores, bytes (closed sessions hold none). */
+  resendBytes: number;
   [k: string]: unknown;
 }
 

@@ -9,6 +9,13 @@
 //
 // Reconnecting makes a new QP (an RC QP in ERR is spent) and asks again: the
 // gateway gives the same session id for the same (token, name).
+//
+// The engine is driven from the JS thread (Engine.startDriven): every verbs
+// call runs inline, with no cross-thread call; after posting, the client runs
+// a duty cycle itself (kick: the SENDs leave) and may busy-poll its CQ for
+// `busyPollUs`; otherwise the event loop watches the engine's sockets and
+// protocol deadline (so retransmission and ACK timeouts fire while JS is
+// idle) and calls the client's poll with the completions ready.
 import { randomInt } from 'node:crypto';
 import { Engine, type EngineOptions } from '../native/engine.js';
 import {
@@ -70,7 +77,14 @@ export interface EndpointOptions {
   token: string;
   /** The session name: the same (token, name) is the same session (id, app_seq) across reconnects. */
   name: string;
-  /** An engine to share (several sessions in one process); default: one of our own, stopped by close(). */
+  /**
+   * An engine to share (several sessions in one process); default: one of
+   * our own, driven by the JS thread, stopped by close(). One started with
+   * `startDriven()` is driven here too; one with its own thread (`start()`)
+   * keeps the QP alive while JS is busy (an RC peer gives up after about
+   * 0.5 s without ACKs) at the cost of a cross-thread call per operation and
+   * polling every turn of the event loop.
+   */
   engine?: Engine;
   /** A device to share, or where to open ours: `{ address: '127.0.0.2' }` (not the gateway's own address). */
   device?: Device | OpenDeviceOptions;
@@ -82,7 +96,24 @@ export interface EndpointOptions {
   takeover?: boolean;
   /** HTTP timeout (default 5000 ms). */
   timeoutMs?: number;
+  /**
+   * After posting, busy-poll the CQ this long for the answer before leaving
+   * it to the event loop (default 50 µs; 0: never). The JS thread does
+   * nothing else meanwhile: it buys latency with CPU.
+   */
+  busyPollUs?: number;
 }
+
+/** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
+export const DEFAULT_BUSY_POLL_US = 50;
+/** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
+const IDLE_POLL_MS = 2;
+/**
+ * Busy-polling one turn of the event loop may spend over all its posts (ns): a
+ * ping-pong of orders answered within busyPollUs spins through, a window of
+ * answers that keeps coming yields to the event loop after this much.
+ */
+const TURN_SPIN_BUDGET_NS = 1_000_000n;
 
 export interface EndpointShape {
   role: 'trading' | 'risk';
@@ -109,6 +140,16 @@ export class RcEndpoint {
   #answer: SessionAnswer | undefined;
   readonly #ownEngine: boolean;
   readonly #ownDevice: boolean;
+  readonly #busyPollNs: bigint;
+  #unwatch: (() => void) | undefined;
+  #poll: () => boolean = () => true;
+  #busy: () => boolean = () => false;
+  #timer: NodeJS.Timeout | undefined;
+  #immediate: NodeJS.Immediate | undefined;
+  #kickScheduled = false;
+  /** Busy-poll time left in this turn of the event loop (ns); refilled by a setImmediate once spent from. */
+  #spinLeftNs = TURN_SPIN_BUDGET_NS;
+  #refillScheduled = false;
 
   private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
     this.engine = engine;
@@ -117,6 +158,7 @@ export class RcEndpoint {
     this.#ownDevice = ownDevice;
     this.options = options;
     this.shape = shape;
+    this.#busyPollNs = BigInt(Math.round((options.busyPollUs ?? DEFAULT_BUSY_POLL_US) * 1000));
     this.pd = device.allocPd();
     this.cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
     this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
@@ -124,11 +166,15 @@ export class RcEndpoint {
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
+    const busy = options.busyPollUs;
+    if (busy !== undefined && !(Number.isFinite(busy) && busy >= 0 && busy <= 1_000_000)) {
+      throw new RangeError(`qpgate client: options.busyPollUs: expected 0 to 1000000 µs, got ${busy}`);
+    }
     let engine = options.engine;
     const ownEngine = engine === undefined;
     if (engine === undefined) {
       engine = new Engine({ toEngineCapacity: 1 << 16, fromEngineCapacity: 1 << 16, hugePages: false, ...options.engineOptions });
-      await engine.start();
+      await engine.startDriven();
     }
     try {
       const given = options.device;
@@ -157,6 +203,106 @@ export class RcEndpoint {
   get answer(): SessionAnswer {
     if (this.#answer === undefined) throw new Error('qpgate client: no handshake yet');
     return this.#answer;
+  }
+
+  /**
+   * `poll` takes the client's completions; it returns true when what the
+   * client waits for came (which ends a busy-poll); `busy` says whether the
+   * client waits for anything. A driven engine calls `poll` after each of its
+   * wake-ups by the event loop (a packet, a deadline) and after kick(); on a
+   * threaded engine `poll` runs every turn of the event loop while busy,
+   * every IDLE_POLL_MS otherwise.
+   */
+  watch(poll: () => boolean, busy: () => boolean): void {
+    this.#unwatch?.();
+    this.#poll = poll;
+    this.#busy = busy;
+    if (this.engine.driven) {
+      this.#unwatch = this.engine.onWork(() => void poll());
+      return;
+    }
+    this.#unwatch = () => this.#stopThreadedPolling();
+    this.#scheduleThreadedPoll();
+  }
+
+  /**
+   * After a post. Driven engine: what is posted in one synchronous run of JS
+   * leaves in one duty cycle, run from a microtask (right after that run,
+   * before any I/O); then `poll` is busy-polled for at most busyPollUs, and
+   * for at most TURN_SPIN_BUDGET_NS in all per turn of the event loop: a
+   * ping-pong (the next order sent as the last is answered) spins through; a
+   * post made once the turn's budget is spent (a window of orders in flight,
+   * other clients on the engine) waits for the next turn (setImmediate), so
+   * no client holds the JS thread.
+   * Threaded engine: the engine thread sends; polling goes to every turn.
+   */
+  kick(): void {
+    if (!this.engine.driven) {
+      this.#scheduleThreadedPoll(true);
+      return;
+    }
+    if (this.#kickScheduled) return;
+    this.#kickScheduled = true;
+    if (this.#spinLeftNs <= 0n) {
+      setImmediate(() => this.#runKick(false));
+    } else {
+      queueMicrotask(() => this.#runKick(true));
+    }
+  }
+
+  #scheduleThreadedPoll(now = false): void {
+    if (this.#unwatch === undefined || this.#immediate !== undefined) return;
+    if (now || this.#busy()) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#immediate = setImmediate(() => {
+        this.#immediate = undefined;
+        this.#poll();
+        this.#scheduleThreadedPoll();
+      });
+    } else if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#poll();
+        this.#scheduleThreadedPoll();
+      }, IDLE_POLL_MS);
+    }
+  }
+
+  #stopThreadedPolling(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
+    this.#timer = undefined;
+    this.#immediate = undefined;
+  }
+
+  #runKick(spin: boolean): void {
+    this.#kickScheduled = false;
+    if (this.#unwatch === undefined) return; // closed
+    if (!spin) {
+      this.engine.doWork();
+      this.#poll();
+      return;
+    }
+    if (!this.#refillScheduled) {
+      this.#refillScheduled = true;
+      setImmediate(() => {
+        this.#refillScheduled = false;
+        this.#spinLeftNs = TURN_SPIN_BUDGET_NS;
+      });
+    }
+    const start = process.hrtime.bigint();
+    const budget = this.#busyPollNs < this.#spinLeftNs ? this.#busyPollNs : this.#spinLeftNs;
+    const end = start + budget;
+    try {
+      for (;;) {
+        this.engine.doWork();
+        if (this.#poll()) return;
+        if (this.#busyPollNs === 0n || process.hrtime.bigint() >= end) return;
+      }
+    } finally {
+      this.#spinLeftNs -= process.hrtime.bigint() - start;
+    }
   }
 
   /** Byte offset of receive slot i / send slot j in `buffer`. */
@@ -297,6 +443,9 @@ export class RcEndpoint {
   }
 
   async close(): Promise<void> {
+    const unwatch = this.#unwatch;
+    this.#unwatch = undefined;
+    unwatch?.();
     this.dropQp();
     this.mr.dereg();
     this.cq.destroy();

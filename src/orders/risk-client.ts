@@ -9,6 +9,7 @@
 //   const risk = await RiskClient.connect({ url, token, name: 'risk-1', accounts: [1n], device: { address: '127.0.0.3' } });
 //   await risk.compareSwap(1n, 'killSwitch', 0n, 1n);   // → the old value (0n: it was off, now on)
 //   await risk.fetchAdd(1n, 'creditLimit', 1_000_000n); // → the old limit
+//   await risk.whenDurable(1n, 'killSwitch', 1n);       // a gateway restart now comes back killed
 //   const words = await risk.readAll(1n);
 import type { Wc, WrOpcode } from '../native/verbs.js';
 import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
@@ -26,6 +27,8 @@ export const RISK_WORDS = {
   openNotional: { page: 'risk.local', name: 'open_notional', signed: false },
   openOrders: { page: 'risk.local', name: 'open_orders', signed: false },
   tradedNotional: { page: 'risk.local', name: 'traded_notional', signed: false },
+  durableCreditLimit: { page: 'risk.local', name: 'durable_credit_limit', signed: false },
+  durableKillSwitch: { page: 'risk.local', name: 'durable_kill_switch', signed: false },
 } as const;
 export type RiskWord = keyof typeof RISK_WORDS;
 export type RiskWords = Record<Exclude<RiskWord, 'version'>, bigint>;
@@ -51,11 +54,17 @@ export class RiskClient {
   readonly #ep: RcEndpoint;
   readonly #waiting = new Map<bigint, { resolve: (wc: Wc) => void }>();
   #nextWr = 1n;
-  #timer: NodeJS.Immediate | undefined;
   #chain: Promise<unknown> = Promise.resolve();
 
   private constructor(ep: RcEndpoint) {
     this.#ep = ep;
+    ep.watch(
+      () => {
+        this.#poll();
+        return this.#waiting.size === 0;
+      },
+      () => this.#waiting.size > 0,
+    );
   }
 
   static async connect(options: RiskClientOptions): Promise<RiskClient> {
@@ -119,9 +128,32 @@ export class RiskClient {
       const openNotional = await this.read(account, 'openNotional');
       const openOrders = await this.read(account, 'openOrders');
       const tradedNotional = await this.read(account, 'tradedNotional');
-      if ((await this.read(account, 'version')) === before) return { creditLimit, killSwitch, position, openNotional, openOrders, tradedNotional };
+      const durableCreditLimit = await this.read(account, 'durableCreditLimit');
+      const durableKillSwitch = await this.read(account, 'durableKillSwitch');
+      if ((await this.read(account, 'version')) === before) {
+        return { creditLimit, killSwitch, position, openNotional, openOrders, tradedNotional, durableCreditLimit, durableKillSwitch };
+      }
     }
     throw new Error(`account ${account}: the local risk page kept changing under 100 reads`);
+  }
+
+  /**
+   * Resolves once the gateway's journal holds `value` for `word` durably (a
+   * restart would come back with it): an atomic's completion says only that
+   * the word changed, its ACK leaves before the engine has journaled it
+   * (docs/protocol.md §3.8). READs the word's durable_* copy every `pollMs`;
+   * rejects after `timeoutMs` with the value it holds, e.g. when another risk
+   * client changed the word again meanwhile.
+   */
+  async whenDurable(account: bigint, word: 'creditLimit' | 'killSwitch', value: bigint, timeoutMs = 5000, pollMs = 1): Promise<void> {
+    const durable = word === 'creditLimit' ? 'durableCreditLimit' : 'durableKillSwitch';
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const now = await this.read(account, durable);
+      if (now === value) return;
+      if (Date.now() > end) throw new Error(`account ${account}: ${word} ${value} not durable within ${timeoutMs} ms (the journal holds ${now})`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
   }
 
   /** ATOMIC FETCH_ADD on a remote-owned word; resolves with the value before the add. */
@@ -144,7 +176,6 @@ export class RiskClient {
   }
 
   async close(): Promise<void> {
-    if (this.#timer !== undefined) clearImmediate(this.#timer);
     await this.#ep.closeSession();
     await this.#ep.close();
   }
@@ -160,7 +191,8 @@ export class RiskClient {
       this.#ep.qp.postSend([
         { wrId, opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
       ]);
-      this.#poll();
+      // The operation leaves at once; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
+      this.#ep.kick();
       const wc = await done;
       if (wc.status !== 'IBV_WC_SUCCESS') {
         throw new RdmaError(wc.status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${wc.status} (the QP is now ${this.#ep.qp.state})`);
@@ -172,16 +204,12 @@ export class RiskClient {
     return result;
   }
 
+  // Settles the operations that completed.
   #poll(): void {
-    if (this.#timer !== undefined) return;
-    this.#timer = setImmediate(() => {
-      this.#timer = undefined;
-      for (const wc of this.#ep.cq.poll(16)) {
-        const w = this.#waiting.get(wc.wrId);
-        this.#waiting.delete(wc.wrId);
-        w?.resolve(wc);
-      }
-      if (this.#waiting.size > 0) this.#poll();
-    });
+    for (const wc of this.#ep.cq.poll(16)) {
+      const w = this.#waiting.get(wc.wrId);
+      this.#waiting.delete(wc.wrId);
+      w?.resolve(wc);
+    }
   }
 }

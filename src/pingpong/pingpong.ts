@@ -276,15 +276,18 @@ function payloadOf(ctx: Context, transport: 'rc' | 'ud', size: number): Buffer {
 }
 
 // The last packet of a run can leave after its completion: the responder
-// writes the receive WC before it sends the ACK (as rxe does), so counters
-// read at the last WC can miss it. Destroying the QP runs on the engine thread
-// after the packet that completed it has been handled and flushed; what the
+// writes the receive WC before it sends the ACK (as rxe does), and the ACK
+// waits in the device's transmit queue for the next pass of the duty cycle
+// (native/src/verbs/soft/soft_device.cc, DeviceCore::do_work). Destroying the
+// QP and then its CQ are two engine tasks; each runs at the top of a duty
+// cycle, so the pass between them has sent what the QP queued last. What the
 // device counted after that is all the run sent.
 function finalCounters(ctx: Context): Record<string, number> {
   const qp = ctx.qp.counters();
   ctx.ah?.destroy();
   ctx.ah = undefined;
   ctx.qp.destroy();
+  ctx.cq.destroy();
   const out = flatCounters(ctx.device);
   for (const [k, v] of Object.entries(qp)) out[`qp.${k}`] = v;
   return out;

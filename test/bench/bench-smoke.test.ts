@@ -46,7 +46,7 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /clock for send times: CLOCK_MONOTONIC/);
   // feed: path 2 (TS API end to end vs Node dgram) at each offered rate, and its aims
   assert.match(r.stdout, /^Path 2, TS API end to end/m);
-  for (const impl of ['qpgate', 'dgram']) {
+  for (const impl of ['qpgate', 'qpgate-batch', 'dgram']) {
     // A row per rate; '-' when a starved sender measured nothing in the short window.
     for (const rate of ['10000', '100000', '1000000']) {
       assert.match(r.stdout, new RegExp(`^${impl}\\s+${rate}\\s+\\S+\\s+\\S+\\s+([\\d.]+%|-)\\s+\\S+`, 'm'));
@@ -67,4 +67,11 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^RC order->Ack p50, 1 session\(s\) \/ C busy-poll UDP RTT p50\s+[\d.]+\s+<= 2\.5\s+(PASS|MISS)$/m);
   assert.match(r.stdout, /^RC order->Ack p99, 1 session\(s\) \/ C busy-poll UDP RTT p99\s+[\d.]+\s+<= 3\s+(PASS|MISS)$/m);
   assert.match(r.stdout, /^Node TCP order->Ack p50 \/ RC p50, 1 session\(s\)\s+[\d.]+\s+>= 8\s+(PASS|MISS)$/m);
+  // api: the TS clients beside a Node TCP gateway + client and a bare Node TCP echo, and the aims
+  assert.match(r.stdout, /^TS API round trips on loopback/m);
+  for (const impl of ['ts_order', 'ts_order_spin', 'ts_risk', 'node_tcp', 'node_echo']) {
+    assert.match(r.stdout, new RegExp(`^${impl}\\s+[\\d.]+\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S`, 'm'));
+  }
+  assert.match(r.stdout, /^OrderClient p50 \/ Node TCP gateway \+ client p50\s+[\d.]+\s+<= 0\.5\s+(PASS|MISS)$/m);
+  assert.match(r.stdout, /^OrderClient p50 \/ bare Node TCP echo p50\s+[\d.]+\s+<= 1\.0\s+(PASS|MISS)$/m);
 });

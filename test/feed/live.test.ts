@@ -15,22 +15,9 @@ import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js
 import { subscribe, type FeedGap, type FeedMessage, type FeedSessionChange, type FeedSubscriber } from '../../src/feed/subscriber.js';
 import { SyntheticSource } from '../../src/feed/sources/synthetic.js';
 import { FeedService } from '../../src/feed/service.js';
+import { startFeedEngine, until } from '../support/feed-engine.js';
 
 const QKEY = 0x0feed001;
-
-async function engine(): Promise<Engine> {
-  const e = new Engine({ toEngineCapacity: 1 << 20, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });
-  await e.start();
-  return e;
-}
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(2);
-  }
-}
 
 function quote(i: number): { type: typeof MessageType.MESSAGE_TYPE_QUOTE; value: { instrumentId: number; bidPrice: number; askPrice: number; bidSize: number } } {
   return { type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 1 + (i % 50), bidPrice: 10_000 + i, askPrice: 10_002 + i, bidSize: i } };
@@ -57,7 +44,7 @@ async function collect(e: Engine, address: string, channels: Array<{ id: number;
 }
 
 test('every message published arrives once, in order, decoded right (A and B lines)', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const pubDev = openFeedDevice(e, { address: '127.78.1.1' });
     const pub = createPublisher(e, pubDev, { channels: [{ id: 1, groupA: '239.78.1.1', groupB: '239.78.1.2' }], instruments: { 1: 1 } });
@@ -103,7 +90,7 @@ test('every message published arrives once, in order, decoded right (A and B lin
 });
 
 test('line A lost for a range: the A-only subscriber reports the gap, B fills it for the A+B subscriber', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.2.1' }), { channels: [{ id: 2, groupA: '239.78.2.1', groupB: '239.78.2.2' }] });
     const [both, gotBoth] = await collect(e, '127.78.2.3', [{ id: 2, groupA: '239.78.2.1', groupB: '239.78.2.2' }]);
@@ -138,7 +125,7 @@ test('line A lost for a range: the A-only subscriber reports the gap, B fills it
 });
 
 test('a publisher restart is reported as a session change', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const dev = openFeedDevice(e, { address: '127.78.3.1' });
     const cfg = { channels: [{ id: 3, groupA: '239.78.3.1' }] };
@@ -165,7 +152,7 @@ test('a publisher restart is reported as a session change', async () => {
 });
 
 test('garbage on the group (plain UDP junk, and valid UD packets with bad frames) is counted and never crashes', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.4.1' }), { channels: [{ id: 4, groupA: '239.78.4.1' }] });
     const [sub, got] = await collect(e, '127.78.4.3', [{ id: 4, groupA: '239.78.4.1' }]);
@@ -218,7 +205,7 @@ test('garbage on the group (plain UDP junk, and valid UD packets with bad frames
 });
 
 test('the synthetic source publishes definitions first, then ticks at the configured rate (±10% over 2 s)', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.5.1' }), { channels: [{ id: 5, groupA: '239.78.5.1' }] });
     const [sub, got] = await collect(e, '127.78.5.3', [{ id: 5, groupA: '239.78.5.1' }]);
@@ -252,7 +239,7 @@ test('the synthetic source publishes definitions first, then ticks at the config
 });
 
 test('FeedService starts from the default config and subscribers get its feed', async () => {
-  const e = await engine();
+  const e = await startFeedEngine();
   try {
     const svc = new FeedService(e, openFeedDevice(e, { address: '127.78.6.1' }), {
       channels: [{ id: 1, groupA: '239.78.6.1', groupB: '239.78.6.2' }],

@@ -3,7 +3,6 @@
 // and stats: the commands as a user runs them, against in-process gateways.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { loadConfig } from '../../src/gateway/config/load.js';
 import { createLogger } from '../../src/gateway/log.js';
 import { startGateway, type Gateway } from '../../src/gateway/service.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
+import { runCli, runProgram } from '../support/cli.js';
 import { QPGATE_BIN } from '../support/paths.js';
 
 const TOKEN = 'admin-token-record-0123456789';
@@ -29,21 +29,6 @@ async function gateway(feedYaml: string): Promise<Gateway> {
   writeFileSync(file, `control:\n  tokens:\n    - {name: ops, scope: admin, token: ${TOKEN}}\norders:\n  enabled: false\nfeeds:\n${feedYaml}`);
   const config = loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`] });
   return startGateway(config, createLogger('silent'), { handleSignals: false });
-}
-
-function cli(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [QPGATE_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 test('a tick file keeps every field, and a cut-short file is read up to its last whole record', () => {
@@ -72,6 +57,13 @@ test('a tick file keeps every field, and a cut-short file is read up to its last
   assert.throws(() => readTickFile(path), (e: unknown) => e instanceof TickFileError && /not a qpgate tick file \(no QPGTICK1 header\)/.test((e as Error).message));
 });
 
+/** `qpgate subscribe --stats` on a pseudo-terminal of rows x cols (util-linux script), as the terminal received it. */
+async function statsOnTerminal(url: string, rows: string, cols: string): Promise<string> {
+  const cmd = `stty rows ${rows} cols ${cols}; "${process.execPath}" "${QPGATE_BIN}" subscribe --url ${url} --token ${TOKEN} --address ${freeLoopbackAddress()} --stats --seconds 2.5`;
+  const r = await runProgram('script', ['-qfec', cmd, '/dev/null']);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
+}
 
 test('qpgate record writes a live channel, and the replay source publishes it again in order', { timeout: 120_000 }, async () => {
   const liveGroup = group();
@@ -80,7 +72,7 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
   const file = join(dir, 'ticks.bin');
   let records;
   try {
-    const rec = await cli(['record', '--url', live.url, '--token', TOKEN, '--channel', '1', '--address', freeLoopbackAddress(), '--count', '300', '--out', file]);
+    const rec = await runCli(['record', '--url', live.url, '--token', TOKEN, '--channel', '1', '--address', freeLoopbackAddress(), '--count', '300', '--out', file]);
     assert.equal(rec.code, 0, rec.stderr);
     assert.match(rec.stdout, /^recorded \d+ messages to /m);
     assert.match(rec.stdout, /^recorded 300 messages to /m);
@@ -89,7 +81,7 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
     assert.ok(records.every((r) => r.channel === 1 && r.type > 0 && !r.snapshot));
     for (let i = 1; i < records.length; i++) assert.ok(records[i]!.atNs >= records[i - 1]!.atNs, 'receive times never go back');
     // A channel the gateway does not have is refused by name.
-    const bad = await cli(['subscribe', '--url', live.url, '--token', TOKEN, '--channel', '9', '--count', '1']);
+    const bad = await runCli(['subscribe', '--url', live.url, '--token', TOKEN, '--channel', '9', '--count', '1']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /qpgate subscribe: feed "default" has no channel 9 \(it has 1\)/);
   } finally {
@@ -115,13 +107,13 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
     for (let j = 1; j < got.length; j++) assert.equal(got[j]!.seq, got[j - 1]!.seq + 1n, 'one sequence, no gap');
 
     // qpgate subscribe prints the ticks, and --stats the rates and latency.
-    const ticks = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--count', '20']);
+    const ticks = await runCli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--count', '20']);
     assert.equal(ticks.code, 0, ticks.stderr);
     const lines = ticks.stdout.trim().split('\n');
     assert.equal(lines.length, 20, '--count 20 prints exactly 20 lines');
     for (const l of lines) assert.match(l, /^ch 1 seq \d+ [A-Z_]+ instrument \d+ /);
     // --json: one object per line, as many as asked; --seconds takes decimals.
-    const json = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--json', '--count', '5', '--seconds', '30.5']);
+    const json = await runCli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--json', '--count', '5', '--seconds', '30.5']);
     assert.equal(json.code, 0, json.stderr);
     const objects = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { channel: number; seq: string; type: string });
     assert.equal(objects.length, 5);
@@ -131,25 +123,25 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
       assert.match(o.type, /^[A-Z_]+$/);
     }
     // A reader that goes away (| head) ends the subscription quietly, status 0.
-    const piped = await new Promise<{ status: string; stderr: string }>((resolve) => {
-      const sh = spawn('bash', ['-c', `"${process.execPath}" "${QPGATE_BIN}" subscribe --url ${replay.url} --token ${TOKEN} --address ${freeLoopbackAddress()} | head -n 2 >/dev/null; echo "\${PIPESTATUS[0]}"`], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      let err = '';
-      sh.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      sh.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      sh.on('close', () => resolve({ status: out.trim(), stderr: err }));
-    });
+    const piped = await runProgram('bash', ['-c', `"${process.execPath}" "${QPGATE_BIN}" subscribe --url ${replay.url} --token ${TOKEN} --address ${freeLoopbackAddress()} | head -n 2 >/dev/null; echo "\${PIPESTATUS[0]}"`]);
     assert.equal(piped.stderr, '', 'no stack trace when the pipe closes');
-    assert.equal(piped.status, '0');
-    const badOut = await cli(['record', '--url', replay.url, '--token', TOKEN, '--count', '1', '--out', '/nonexistent-dir/ticks.bin']);
+    assert.equal(piped.stdout.trim(), '0');
+    const badOut = await runCli(['record', '--url', replay.url, '--token', TOKEN, '--count', '1', '--out', '/nonexistent-dir/ticks.bin']);
     assert.equal(badOut.code, 1);
     assert.match(badOut.stderr, /^qpgate record: cannot write \/nonexistent-dir\/ticks\.bin: ENOENT/);
     assert.equal(badOut.stderr.trim().split('\n').length, 1, 'one line, no stack');
-    const stats = await cli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '2']);
+    const stats = await runCli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '2']);
     assert.equal(stats.code, 0, stats.stderr);
     assert.match(stats.stdout, /\d+ s {2}\d+ msgs {2}\d+\/s {2}gaps 0 {2}dups \d+ {2}recovered 0 {2}lost 0 {2}latency p50 [\d.]+ (ns|µs|ms|s) {2}p99 [\d.]+ (ns|µs|ms|s)/);
+    // On a terminal the line is rewritten in place: each render after the first moves up and erases the one before.
+    const onTerminal = await statsOnTerminal(replay.url, '24', '200');
+    const renders = onTerminal.split(/\r\n/).filter((l) => /msgs/.test(l));
+    assert.ok(renders.length >= 2, JSON.stringify(onTerminal));
+    for (const r of renders.slice(1)) assert.match(r, /\x1b\[1A\x1b\[2K\x1b\[G\d+ s {2}\d+ msgs /);
+    // A terminal nobody sized (0 rows) gets plain lines rather than nothing.
+    const unsized = await statsOnTerminal(replay.url, '0', '0');
+    assert.match(unsized, /^\d+ s {2}\d+ msgs .*\r\n$/s);
+    assert.ok(!unsized.includes('\x1b['), JSON.stringify(unsized));
   } finally {
     await sub.close();
     await replay.close();
@@ -160,10 +152,10 @@ test('qpgate replay refuses a file that is not a tick file before starting anyth
   const dir = mkdtempSync(join(tmpdir(), 'qpgate-rec-bad-'));
   const path = join(dir, 'bad.bin');
   writeFileSync(path, 'garbage');
-  const r = await cli(['replay', path]);
+  const r = await runCli(['replay', path]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /qpgate replay: .*bad\.bin: not a qpgate tick file/);
-  const missing = await cli(['replay', join(dir, 'nope.bin')]);
+  const missing = await runCli(['replay', join(dir, 'nope.bin')]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /qpgate replay: ENOENT/);
 });

@@ -52,6 +52,15 @@ test('a bad environment override exits 2 naming the variable', () => {
   assert.match(r.stderr, /control\.port \(from environment QPGATE_CONTROL__PORT\): expected integer/);
 });
 
+test('a device that cannot be opened exits 2 with one line naming the device and the fix', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'qpgate-cli-dev-'));
+  const r = run(['serve', '--set', 'control.port=0', '--set', `state.dir=${dir}`, '--set', 'backend.kind=ibv', '--set', 'backend.device=qpgate_nodev0']);
+  assert.equal(r.status, 2, r.stderr);
+  const lines = r.stderr.split('\n').filter((l) => l.startsWith('qpgate: '));
+  assert.equal(lines.length, 1, r.stderr);
+  assert.match(lines[0]!, /^qpgate: cannot open the ibv device qpgate_nodev0: (.*\(set backend\.device to one of the devices listed\)|.*\(ENOSYS\) \(this kernel has no RDMA: load a driver, .*\))$/);
+});
+
 test('qpgate serve starts on the embedded default, answers /healthz, and exits 0 on SIGTERM', async () => {
   const gw = await startGatewayProcess();
   try {
@@ -112,6 +121,12 @@ test('qpgate config prints every key with its value and origin, token secrets re
   assert.match(line('control.host') ?? '', /"127\.0\.0\.1"\s+config\/default\.yaml$/);
   assert.ok(!r.stdout.includes('secret-token-0123456789'), 'the token secret is not printed');
   assert.match(line('control.tokens') ?? '', /<redacted>/);
+  // A long value wraps inside its column: the origin stays on the key's line, in the origin column.
+  const lines = r.stdout.split('\n');
+  const channels = lines.findIndex((l) => l.startsWith('feeds.channels '));
+  assert.match(lines[channels] ?? '', /config\/default\.yaml$/);
+  assert.match(lines[channels + 1] ?? '', /^ {20,}\S/, 'the rest of the value is on the next line, under the value column');
+  assert.equal(lines[channels]!.indexOf('config/default.yaml'), line('control.host')!.indexOf('config/default.yaml'));
 
   const json = run(['config', '--json', '--set', 'feeds.enabled=false']);
   assert.equal(json.status, 0, json.stderr);

@@ -104,3 +104,44 @@ test('the order journal is created 0600 (an older 0644 one is tightened at open)
   const ready = await call(gw.url, 'GET', '/readyz');
   assert.equal(ready.status, 200, JSON.stringify(ready.json));
 });
+
+test('session names are kept for good and capped per token: a new name past maxNamesPerToken is 429, after a restart too; an old one reopens', async () => {
+  const { dir, file } = writeConfig(`feeds:\n  enabled: false\n${TOKENS_YAML}${ordersYaml()}`);
+  const start = () =>
+    startGateway(
+      loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`, 'control.sessions.maxNamesPerToken=4'] }),
+      createLogger('silent'),
+      { handleSignals: false },
+    );
+  let g = await start();
+  try {
+    const open = (token: string, name: string, qpn: number) => call(g.url, 'POST', '/v1/sessions', token, trading(name, qpn));
+    // One at a time, each closed before the next: the held-sessions caps never bite, the names cap does.
+    for (let i = 0; i < 4; i++) {
+      const r = await open(TOKENS.desk, `name-${i}`, 500 + i);
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+      assert.equal((await call(g.url, 'DELETE', `/v1/sessions/${r.json.id}`, TOKENS.desk)).status, 200);
+    }
+    const fifth = await open(TOKENS.desk, 'name-4', 504);
+    assert.equal(fifth.status, 429);
+    assert.deepEqual(fifth.json, {
+      error: 'too_many_requests',
+      message:
+        'token "desk" has used 4 session names, the most control.sessions.maxNamesPerToken allows; reuse one of them (a name is kept for good: its id holds the journal\'s state for it)',
+    });
+    assert.equal((await open(TOKENS.desk2, 'name-0', 600)).status, 201, "another token's names are its own");
+    const metrics = parsePrometheusText(await (await fetch(`${g.url}/metrics`, { headers: { authorization: `Bearer ${TOKENS.viewer}` } })).text());
+    assert.equal(sampleValue(metrics, 'qpgate_control_sessions_refused_total', { limit: 'maxNamesPerToken' }), 1);
+    await g.close();
+
+    g = await start();
+    assert.equal((await open(TOKENS.desk, 'name-5', 505)).status, 429, 'the names used are counted from sessions.json');
+    const again = await open(TOKENS.desk, 'name-2', 506);
+    assert.equal(again.status, 201, JSON.stringify(again.json));
+    assert.equal(again.json.id, 3, 'an old name keeps its id');
+    const names = (JSON.parse(readFileSync(join(dir, 'sessions.json'), 'utf8')) as { sessions: Array<{ token: string }> }).sessions;
+    assert.equal(names.filter((s) => s.token === 'desk').length, 4);
+  } finally {
+    await g.close();
+  }
+});

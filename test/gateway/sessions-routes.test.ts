@@ -103,7 +103,7 @@ test('a risk session gets, per account, the remote-owned page (atomics) and the 
   ];
   const expected = [
     ['credit_limit@0', 'kill_switch@8'],
-    ['version@0', 'position@8', 'open_notional@16', 'open_orders@24', 'traded_notional@32'],
+    ['version@0', 'position@8', 'open_notional@16', 'open_orders@24', 'traded_notional@32', 'durable_credit_limit@40', 'durable_kill_switch@48'],
   ];
   assert.deepEqual(words(r.json.layout), expected);
   const layout = await call(gw.url, 'GET', '/v1/sessions/risk-layout', TOKENS.viewer);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { parseDurationMs } from '../../src/gateway/slo/duration.js';
 import { formatNs } from '../../src/gateway/units.js';
 
 test('durations are printed in the unit that keeps them readable: ns, µs, ms, s', () => {
@@ -13,4 +14,15 @@ test('durations are printed in the unit that keeps them readable: ns, µs, ms, s
   assert.equal(formatNs(0), '0.00 ns');
   assert.equal(formatNs(undefined), '-');
   assert.equal(formatNs(null), '-');
+});
+
+test('config durations read as written: "500ms", "1.5s", "10m", "1h", "1d"; anything else is refused by name', () => {
+  assert.equal(parseDurationMs('500ms'), 500);
+  assert.equal(parseDurationMs('1.5s'), 1500);
+  assert.equal(parseDurationMs('10m'), 600_000);
+  assert.equal(parseDurationMs('1h'), 3_600_000);
+  assert.equal(parseDurationMs('1d'), 86_400_000);
+  for (const bad of ['10', '10 s', '-1s', '1w', 's', '']) {
+    assert.throws(() => parseDurationMs(bad), { message: `expected a duration like "10s", "1m", "10m", got ${JSON.stringify(bad)}` }, bad);
+  }
 });

@@ -90,6 +90,9 @@ export async function checkRisk(url: string, device: Device, engine: Engine, che
  */
 export async function withProgress<T>(url: string, clients: OrderClient[], work: Promise<T>, stallMs = 15_000): Promise<T> {
   let done = false;
+  // Why a client lost its session, if one did (a WC status names the side that gave up).
+  const lost = new Map<number, string>();
+  clients.forEach((c) => c.on('disconnect', (reason: string) => lost.set(c.id, reason)));
   const watchdog = (async () => {
     let last = -1n;
     let since = Date.now();
@@ -103,7 +106,10 @@ export async function withProgress<T>(url: string, clients: OrderClient[], work:
         const sessions = (await call(url, 'GET', '/v1/sessions', TOKENS.ops)).json.sessions;
         const view = sessions.map((x: Record<string, unknown>) => [x['id'], x['state'], x['lastAppSeq'], x['received'], x['sent'], x['rnrHeld'], x['disconnected']]);
         const mine = clients.map((c) => [c.id, String(c.lastAppSeq), c.connected, c.stats()]);
-        throw new Error(`no progress for ${stallMs} ms: gateway sessions [id, state, lastAppSeq, received, sent, rnrHeld, disconnected] ${JSON.stringify(view)}; clients ${JSON.stringify(mine)}`);
+        throw new Error(
+          `no progress for ${stallMs} ms: gateway sessions [id, state, lastAppSeq, received, sent, rnrHeld, disconnected] ${JSON.stringify(view)}; ` +
+            `clients ${JSON.stringify(mine)}; disconnects ${JSON.stringify([...lost])}`,
+        );
       }
     }
   })();

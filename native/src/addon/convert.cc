@@ -1,8 +1,8 @@
 #include "convert.h"
 
 #include "engine/node_buffer.h"
-#include "engine/record_types.h"
 #include "engine/spsc_ring.h"
+#include "gateway/engine_agents.h"
 
 #if defined(QPGATE_HAVE_WIRE)
 #include "wire/icrc.h"
@@ -115,7 +115,7 @@ Napi::Object ring_layout_to_js(Napi::Env env) {
   o.Set("minCapacity", num(env, L::kMinCapacity));
   o.Set("maxCapacity", num(env, L::kMaxCapacity));
   Napi::Object types = Napi::Object::New(env);
-  types.Set("echo", num(env, engine::record_type::kEcho));
+  for (const gateway::NamedRecordType& t : gateway::kRecordTypes) types.Set(t.name, num(env, t.type));
   o.Set("recordTypes", types);
   return o;
 }

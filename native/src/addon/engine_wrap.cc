@@ -8,7 +8,6 @@
 #include "convert.h"
 #include "verbs_convert.h"
 #include "options.h"
-#include "engine/soft_device_agent.h"
 
 namespace qpgate::addon {
 
@@ -81,6 +80,8 @@ Napi::Object testing_engine_exports(Napi::Env env) {
 Napi::Function EngineWrap::Define(Napi::Env env) {
   return DefineClass(env, "Engine",
                      {InstanceMethod<&EngineWrap::Start>("start"),
+                      InstanceMethod<&EngineWrap::StartDriven>("startDriven"),
+                      InstanceMethod<&EngineWrap::DoWork>("doWork"),
                       InstanceMethod<&EngineWrap::Stop>("stop"),
                       InstanceMethod<&EngineWrap::Placement>("placement"),
                       InstanceMethod<&EngineWrap::Stats>("stats"),
@@ -89,7 +90,8 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceMethod<&EngineWrap::Notify>("notify"),
                       // Test-only door (src/native/testing/stall.ts), deliberately not in engine.ts.
                       InstanceMethod<&EngineWrap::TestingStall>("__testing_stall"),
-                      InstanceAccessor<&EngineWrap::Running>("running")});
+                      InstanceAccessor<&EngineWrap::Running>("running"),
+                      InstanceAccessor<&EngineWrap::Driven>("driven")});
 }
 
 EngineWrap* EngineWrap::FromValue(Napi::Value value) {
@@ -107,10 +109,7 @@ EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine
   if (!on_wake_.IsEmpty()) waker = [this] { return WakeJs(); };
   try {
     engine_ = std::make_shared<engine::Engine>(std::move(options.config), std::move(waker));
-    // Every engine can drive soft devices (openDevice attaches them later).
-    auto agent = std::make_unique<engine::SoftDeviceAgent>();
-    soft_devices_ = agent.get();
-    engine_->add_agent(std::move(agent));
+    agents_ = gateway::add_engine_agents(*engine_);
   } catch (const std::exception& e) {
     throw Napi::TypeError::New(info.Env(), std::string("qpgate Engine: ") + e.what());
   }
@@ -124,24 +123,58 @@ bool EngineWrap::WakeJs() {
   return status != napi_queue_full;
 }
 
-Napi::Value EngineWrap::Start(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (engine_->running()) return env.Undefined();
+void EngineWrap::StartWakes(Napi::Env env) {
   if (!on_wake_.IsEmpty()) {
     tsfn_ = Napi::ThreadSafeFunction::New(env, on_wake_.Value(), "qpgate.engine.wake", kWakeQueueSize, 1);
     tsfn_live_ = true;
   }
+}
+
+Napi::Value EngineWrap::Start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (engine_->running()) return env.Undefined();
+  StartWith(env, [this] { engine_->start(); });
+  return env.Undefined();
+}
+
+// startDriven(onWork): the engine on this (the JS) thread, run by the event
+// loop (engine_driver.h); onWork() is called after the cycles of each wake.
+Napi::Value EngineWrap::StartDriven(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (engine_->running()) throw Napi::Error::New(env, "qpgate Engine: startDriven on a started engine");
+  if (!info[0].IsFunction()) throw Napi::TypeError::New(env, "qpgate Engine: startDriven(onWork): onWork must be a function");
+  const Napi::Function on_work = info[0].As<Napi::Function>();
+  StartWith(env, [&] {
+    engine_->start_driven();
+    driver_ = std::make_shared<EngineDriver>(env, engine_, on_work);
+  });
+  return env.Undefined();
+}
+
+void EngineWrap::StartWith(Napi::Env env, const std::function<void()>& start) {
+  StartWakes(env);
   try {
-    engine_->start();
+    start();
+  } catch (const Napi::Error&) {
+    StopEngine(false);
+    throw;
   } catch (const std::exception& e) {
-    if (tsfn_live_) {
-      tsfn_.Release();
-      tsfn_live_ = false;
-    }
+    StopEngine(false);
     throw Napi::Error::New(env, e.what());
   }
   if (napi_add_env_cleanup_hook(env, &EngineWrap::OnEnvCleanup, this) == napi_ok) cleanup_hook_ = true;
-  return env.Undefined();
+}
+
+// doWork(): one duty cycle of a driven engine now (after posting work, or
+// busy-polling for a completion); returns the work done.
+Napi::Value EngineWrap::DoWork(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_->driven()) throw Napi::Error::New(env, "qpgate Engine: doWork needs an engine started with startDriven");
+  return Napi::Number::New(env, engine_->do_work_once());
+}
+
+Napi::Value EngineWrap::Driven(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), engine_->driven());
 }
 
 Napi::Value EngineWrap::Stop(const Napi::CallbackInfo& info) {
@@ -150,6 +183,10 @@ Napi::Value EngineWrap::Stop(const Napi::CallbackInfo& info) {
 }
 
 void EngineWrap::StopEngine(bool detach) {
+  if (driver_) {
+    driver_->stop();  // before the engine closes the fd it watches
+    driver_.reset();
+  }
   if (engine_) engine_->stop();  // joins; idempotent
   if (tsfn_live_) {
     tsfn_.Release();  // after the join: no engine call can follow it

@@ -18,6 +18,8 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine_driver.h"
+#include "gateway/engine_agents.h"
 
 namespace qpgate::engine {
 class SoftDeviceAgent;
@@ -44,15 +46,22 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   EngineWrap(const EngineWrap&) = delete;
   EngineWrap& operator=(const EngineWrap&) = delete;
 
-  // For the verbs bindings: the engine (shared, so verbs objects keep it
-  // alive for their finalizers) and the agent that drives soft devices.
+  // For the verbs, feed and orders bindings: the engine (shared, so verbs
+  // objects keep it alive for their finalizers) and its agents
+  // (gateway/engine_agents.h), owned by the engine.
   const std::shared_ptr<engine::Engine>& engine() const { return engine_; }
-  engine::SoftDeviceAgent* soft_devices() const { return soft_devices_; }
+  const gateway::EngineAgents& agents() const { return agents_; }
   // Non-null when `value` is an Engine made by this addon.
   static EngineWrap* FromValue(Napi::Value value);
 
  private:
   Napi::Value Start(const Napi::CallbackInfo& info);
+  Napi::Value StartDriven(const Napi::CallbackInfo& info);
+  Napi::Value DoWork(const Napi::CallbackInfo& info);
+  Napi::Value Driven(const Napi::CallbackInfo& info);
+  void StartWakes(Napi::Env env);
+  // StartWakes, then `start`; on a throw everything is stopped again and the error goes to JS.
+  void StartWith(Napi::Env env, const std::function<void()>& start);
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Placement(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
@@ -70,8 +79,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 
   napi_env env_;
   std::shared_ptr<engine::Engine> engine_;
-  engine::SoftDeviceAgent* soft_devices_ = nullptr;  // owned by engine_
+  gateway::EngineAgents agents_;
   Napi::FunctionReference on_wake_;
+  std::shared_ptr<EngineDriver> driver_;  // driven mode: the event loop's watch
   Napi::ThreadSafeFunction tsfn_;
   bool tsfn_live_ = false;
   bool cleanup_hook_ = false;

@@ -99,6 +99,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   rep.Set("gaps", num(env, c.report_gaps.get()));
   rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
   rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
+  rep.Set("otherSessionFrames", num(env, c.report_other_session_frames.get()));
   o.Set("subscriber", rep);
   return o;
 }
@@ -167,12 +168,11 @@ Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, con
   r.engine = ew->engine();
   r.device = device_of(info[1], *classes.verbs);
   if (r.device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open SoftDevice from verbs.openDevice()");
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
   }
   if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
   if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
-  r.engine->run_on_engine([&] { r.agent = feed::FeedAgent::of_current_engine(); });
-  if (r.agent == nullptr) throw Napi::Error::New(env, std::string(what) + ": this engine has no feed agent (made before the addon registered it?)");
+  r.agent = ew->agents().feed;
   return r;
 }
 
@@ -549,7 +549,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
       co.Set("session", num(env, c.session.get()));
       co.Set("expected", num(env, c.expected.get()));
       co.Set("heartbeats", num(env, c.heartbeats.get()));
-      co.Set("staleSession", num(env, c.stale_session.get()));
+      co.Set("otherSessionFrames", num(env, c.other_session_frames.get()));
       co.Set("lineAFrames", num(env, c.line_frames[0].get()));
       co.Set("lineBFrames", num(env, c.line_frames[1].get()));
       co.Set("latencyCount", num(env, c.latency.total()));
@@ -657,7 +657,6 @@ Napi::Object record_layout(Napi::Env env) {
 }  // namespace
 
 void init_feed(Napi::Env env, Napi::Object exports, FeedClasses* classes) {
-  feed::FeedAgent::register_extension();
   Napi::Function publisher = PublisherWrap::Define(env);
   Napi::Function subscriber = SubscriberWrap::Define(env);
   classes->publisher = Napi::Persistent(publisher);

@@ -10,7 +10,7 @@
 // through these objects: PUBLISH records go into the toEngine ring and
 // FEED_* records come back in fromEngine (src/native/engine.ts routes them).
 //
-// The device is a SoftDevice from verbs.openDevice on the same engine.
+// The device is a Device (either backend) from verbs.openDevice on the same engine.
 #pragma once
 
 #include <napi.h>

@@ -8,7 +8,6 @@
 #include "engine/clock.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
-#include "feed/feed_agent.h"
 #include "orders/order_agent.h"
 #include "orders_wrap_config.h"
 #include "verbs_convert.h"
@@ -176,8 +175,10 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     std::vector<std::pair<std::string, std::uint64_t>> by_reason;
     std::vector<std::pair<std::string, std::uint64_t>> by_kind;
     std::string journal_failure;
+    std::string rebuild_failure;
     with_service(env, "service.stats", [&](orders::OrderService& s) {
       journal_failure = s.handler().journal().failure();
+      rebuild_failure = s.last_rebuild_failure();
       const orders::HandlerCounters& h = s.handler().counters();
       const orders::ServiceCounters& c = s.counters();
       const orders::JournalStats& j = s.handler().journal().stats();
@@ -209,7 +210,6 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},
-              {"journalFailed", s.handler().journal().failed() ? 1 : 0},
               {"durablePosition", s.handler().durable_position()},
               {"backPressureEvents", c.back_pressure_events.get()},
               {"slowDisconnects", c.slow_disconnects.get()},
@@ -220,6 +220,10 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"sendErrors", c.send_errors.get()},
               {"disconnects", c.disconnects.get()},
               {"resendGaps", c.resend_gaps.get()},
+              {"resendRebuilds", c.resend_rebuilds.get()},
+              {"resendRebuildFailures", c.resend_rebuild_failures.get()},
+              {"resendRebuildNs", c.resend_rebuild_ns.get()},
+              {"resendBytes", s.resend_bytes()},
               {"cqOverflows", c.cq_overflows.get()},
               {"pendingMessages", c.pending.get()},
               {"orderEvents", c.order_events.get()},
@@ -231,7 +235,6 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     });
     Napi::Object o = Napi::Object::New(env);
     for (const auto& [k, v] : flat) o.Set(k, num(env, v));
-    o.Set("journalFailure", journal_failure);  // "" while the journal is sound
     Napi::Object reasons = Napi::Object::New(env);
     for (const auto& [k, v] : by_reason) reasons.Set(k, num(env, v));
     o.Set("rejectsByReason", reasons);
@@ -239,6 +242,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     for (const auto& [k, v] : by_kind) kinds.Set(k, num(env, v));
     o.Set("decodeErrorsByKind", kinds);
     o.Set("journalFailure", journal_failure);  // "" while journalFailed is 0
+    o.Set("lastRebuildFailure", rebuild_failure);  // "" until a rebuild fails
     return o;
   }
 
@@ -345,26 +349,19 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
   verbs::Device* device = device_of(info[1], *classes->verbs);
   if (device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open SoftDevice from verbs.openDevice()");
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
   }
   orders::ServiceConfig config = to_service_config(env, info[2]);
   EnginePtr engine = ew->engine();
   if (!engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
-  orders::OrderAgent* agent = nullptr;
+  orders::OrderAgent* agent = ew->agents().orders;
   bool publisher_found = true;
   verbs::Result<std::uint32_t> id = verbs::Error{};
   const std::uint32_t publisher = config.feed_publisher_id;
   engine->run_on_engine([&] {
-    agent = orders::OrderAgent::of_current_engine();
-    if (agent == nullptr) return;
-    if (publisher != 0) {
-      feed::FeedAgent* f = feed::FeedAgent::of_current_engine();
-      publisher_found = f != nullptr && f->publisher(publisher) != nullptr;
-      if (!publisher_found) return;
-    }
-    id = agent->add_service(*device, std::move(config));
+    publisher_found = publisher == 0 || agent->has_feed_publisher(publisher);
+    if (publisher_found) id = agent->add_service(*device, std::move(config));
   });
-  if (agent == nullptr) throw Napi::Error::New(env, std::string(what) + ": this engine has no order agent (made before the addon registered it?)");
   if (!publisher_found) {
     throw Napi::RangeError::New(env, std::string(what) + ": config.feedPublisherId " + std::to_string(publisher) +
                                          " is not a feed publisher of this engine");
@@ -378,7 +375,6 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void init_orders(Napi::Env env, Napi::Object exports, OrdersClasses* classes) {
-  orders::OrderAgent::register_extension();
   Napi::Function service = ServiceWrap::Define(env);
   classes->service = Napi::Persistent(service);
   Napi::Object o = Napi::Object::New(env);

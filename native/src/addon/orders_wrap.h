@@ -8,7 +8,7 @@
 // opened and closed, stats read), and converts on the JS thread. The data
 // path (SENDs, acks, fills, risk atomics) never comes near JS.
 //
-// The device is a SoftDevice from verbs.openDevice on the same engine.
+// The device is a Device (either backend) from verbs.openDevice on the same engine.
 #pragma once
 
 #include <napi.h>

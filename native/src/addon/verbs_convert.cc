@@ -302,7 +302,7 @@ SendBatch to_send_wrs(Napi::Env env, Napi::Value v, AhResolver resolve_ah) {
     b.sges[i] = to_sges(env, o.Get("sgList"), where + ".sgList", inl);
     wr.sg_list = std::span<const verbs::Sge>(b.sges[i]);
     if (o.Has("immData")) wr.imm_data = to_u32(env, o.Get("immData"), where + ".immData");
-    const bool atomic = wr.opcode == verbs::WrOpcode::ATOMIC_CMP_AND_SWP || wr.opcode == verbs::WrOpcode::ATOMIC_FETCH_AND_ADD;
+    const bool atomic = verbs::wr_opcode_info(wr.opcode).is(wire::kWrAtomic);
     if (o.Has("remoteAddr")) {
       const std::uint64_t ra = to_u64(env, o.Get("remoteAddr"), where + ".remoteAddr");
       (atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr) = ra;

@@ -4,90 +4,20 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "engine/engine.h"
-#include "engine_wrap.h"
-#include "verbs/soft/net.h"
-#include "verbs/soft/soft_device.h"
-#include "engine/soft_device_agent.h"
+#include "verbs/soft/soft_device.h"  // as_soft_qp
 #include "verbs/soft/soft_qp.h"
 #include "verbs_convert.h"
+#include "verbs_wrap_base.h"
 
 namespace qpgate::addon {
 namespace {
 
 namespace soft = verbs::soft;
-using EnginePtr = std::shared_ptr<engine::Engine>;
 
 constexpr napi_type_tag kAhTag = {0x5b1f3e2a9c4d7e61ULL, 0x2e8a6c4b1d3f5a70ULL};
-
-// Runs `fn` on the engine thread and waits for it.
-void on_engine(const EnginePtr& e, const std::function<void()>& fn) { e->run_on_engine(fn); }
-
-[[noreturn]] void throw_status(Napi::Env env, const verbs::Status& s) { throw verbs_error(env, s.error()); }
-
-template <class T>
-T unwrap_result(Napi::Env env, verbs::Result<T>& r) {
-  if (!r.ok()) throw verbs_error(env, r.error());
-  return std::move(r).value();
-}
-
-Napi::Object counters_object(Napi::Env env) { return Napi::Object::New(env); }
-
-template <class C>
-Napi::Object counters_to_js(Napi::Env env, const C& c) {
-  Napi::Object o = counters_object(env);
-  c.for_each([&](std::string_view name, std::uint64_t v) {
-    o.Set(std::string(name), Napi::Number::New(env, static_cast<double>(v)));
-  });
-  return o;
-}
-
-// The shared part of every verbs object wrap: the engine it lives on and
-// the verbs object. release() destroys the object on the engine thread.
-template <class Self, class Obj>
-class VerbsWrap : public Napi::ObjectWrap<Self> {
- public:
-  explicit VerbsWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Self>(info) {}
-
-  // `engine_js` is the JS Engine: held so that it is not collected (and
-  // its finalizer does not stop the engine) while this object lives.
-  void init(EnginePtr e, Napi::Object engine_js, std::unique_ptr<Obj> o, VerbsClasses* classes) {
-    engine_ = std::move(e);
-    engine_js_ = Napi::Persistent(engine_js);
-    obj_ = std::move(o);
-    classes_ = classes;
-  }
-  Obj* get() const { return obj_.get(); }
-
- protected:
-  Obj& obj(Napi::Env env, const char* what) const {
-    if (!obj_) throw Napi::Error::New(env, std::string("qpgate: this ") + what + " was destroyed (or not made by the addon)");
-    return *obj_;
-  }
-  void run(const std::function<void()>& fn) const { on_engine(engine_, fn); }
-  void release() {
-    if (!obj_) return;
-    EnginePtr e = engine_;
-    on_engine(e, [this] { obj_.reset(); });
-  }
-
-  Napi::Object engine_js() const { return engine_js_.Value(); }
-
-  EnginePtr engine_;
-  Napi::ObjectReference engine_js_;
-  std::unique_ptr<Obj> obj_;
-  VerbsClasses* classes_ = nullptr;
-};
-
-template <class W, class Obj>
-Napi::Object make_wrap(Napi::FunctionReference& ctor, const EnginePtr& e, Napi::Object engine_js, std::unique_ptr<Obj> o,
-                       VerbsClasses* classes) {
-  Napi::Object js = ctor.New({});
-  W::Unwrap(js)->init(e, engine_js, std::move(o), classes);
-  return js;
-}
 
 // ---------------------------------------------------------------- MR
 class MrWrap : public VerbsWrap<MrWrap, verbs::MemoryRegion> {
@@ -473,244 +403,6 @@ class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
   }
 };
 
-// ---------------------------------------------------------------- device
-class DeviceWrap : public VerbsWrap<DeviceWrap, soft::SoftDevice> {
- public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(
-        env, "SoftDevice",
-        {InstanceAccessor<&DeviceWrap::Name>("name"), InstanceAccessor<&DeviceWrap::Backend>("backend"),
-         InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::Address>("address"),
-         InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
-         InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
-         InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
-         InstanceMethod<&DeviceWrap::GetAsyncEvent>("getAsyncEvent"), InstanceMethod<&DeviceWrap::Counters>("counters"),
-         InstanceMethod<&DeviceWrap::NetReport>("netReport"), InstanceMethod<&DeviceWrap::Close>("close")});
-  }
-  using VerbsWrap::VerbsWrap;
-  ~DeviceWrap() override { release(); }
-
-  // For __testing_setFaults / __testing_faultCounters (tests only).
-  void set_faults(Napi::Env env, const soft::FaultPlan& plan) {
-    soft::SoftDevice& d = dev(env);
-    run([&] { d.inject_faults(plan); });
-  }
-  Napi::Value fault_counters(Napi::Env env) { return counters_to_js(env, dev(env).fault_counters()); }
-
- private:
-  soft::SoftDevice& dev(Napi::Env env) const { return obj(env, "device"); }
-  Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
-  Napi::Value Backend(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).backend())); }
-  Napi::Value Gid(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), dev(info.Env()).gid().to_string()); }
-  Napi::Value Address(const Napi::CallbackInfo& info) {
-    return Napi::String::New(info.Env(), soft::ip_to_string(dev(info.Env()).address()));
-  }
-  Napi::Value Interface(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    const soft::InterfaceInfo& i = dev(env).interface_info();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("name", i.name);
-    o.Set("address", soft::ip_to_string(i.address));
-    o.Set("mtu", Napi::Number::New(env, i.mtu));
-    o.Set("loopback", Napi::Boolean::New(env, i.loopback));
-    return o;
-  }
-  Napi::Value Query(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    verbs::Result<verbs::DeviceAttr> r = verbs::Error{};
-    run([&] { r = d.query_device(); });
-    return device_attr_to_js(env, unwrap_result(env, r));
-  }
-  Napi::Value QueryPort(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    const std::uint32_t port = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "device.queryPort: port", 255) : 1;
-    verbs::Result<verbs::PortAttr> r = verbs::Error{};
-    run([&] { r = d.query_port(static_cast<std::uint8_t>(port)); });
-    return port_attr_to_js(env, unwrap_result(env, r));
-  }
-  Napi::Value QueryGidTable(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    verbs::Result<std::vector<verbs::Gid>> r = verbs::Error{};
-    run([&] { r = d.query_gid_table(1); });
-    const std::vector<verbs::Gid> gids = unwrap_result(env, r);
-    Napi::Array out = Napi::Array::New(env, gids.size());
-    for (std::size_t i = 0; i < gids.size(); ++i) {
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("index", Napi::Number::New(env, static_cast<double>(i)));
-      o.Set("gid", gids[i].to_string());
-      o.Set("type", "RoCE v2");
-      out.Set(static_cast<std::uint32_t>(i), o);
-    }
-    return out;
-  }
-  Napi::Value AllocPd(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    verbs::Result<std::unique_ptr<verbs::ProtectionDomain>> r = verbs::Error{};
-    run([&] { r = d.alloc_pd(); });
-    return make_wrap<PdWrap>(classes_->pd, engine_, engine_js(), unwrap_result(env, r), classes_);
-  }
-  Napi::Value CreateCq(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    const std::uint32_t depth = to_u32(env, info[0], "device.createCq: depth");
-    const std::uint64_t context = info.Length() > 1 && !info[1].IsUndefined() ? to_u64(env, info[1], "device.createCq: context") : 0;
-    verbs::Result<std::unique_ptr<verbs::CompletionQueue>> r = verbs::Error{};
-    run([&] { r = d.create_cq(depth, context); });
-    return make_wrap<CqWrap>(classes_->cq, engine_, engine_js(), unwrap_result(env, r), classes_);
-  }
-  Napi::Value GetAsyncEvent(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    std::optional<verbs::AsyncEvent> e;
-    run([&] { e = d.get_async_event(); });
-    return e ? Napi::Value(async_event_to_js(env, *e)) : env.Null();
-  }
-  Napi::Value Counters(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    Napi::Object o = Napi::Object::New(env);  // relaxed atomics: read here without the engine
-    o.Set("net", counters_to_js(env, d.net_counters()));
-    o.Set("ingress", counters_to_js(env, d.ingress_counters()));
-    o.Set("wire", counters_to_js(env, d.wire_counters()));
-    return o;
-  }
-  Napi::Value NetReport(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    soft::SoftDevice& d = dev(env);
-    const soft::NetReport& r = d.net_report();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("receiveMode", std::string(soft::receive_mode_name(r.receive_mode)));
-    o.Set("icrcPolicy", std::string(soft::icrc_policy_name(d.icrc_policy())));
-    o.Set("rcvbufGranted", Napi::Number::New(env, r.rcvbuf_granted));
-    o.Set("sndbufGranted", Napi::Number::New(env, r.sndbuf_granted));
-    o.Set("ipv4Id", std::string(soft::ipv4_id_probe_name(r.ipv4_id)));
-    o.Set("ipv4IdDetail", r.ipv4_id_detail);
-    o.Set("sourcePortMode", r.source_port_mode);
-    return o;
-  }
-  Napi::Value Close(const Napi::CallbackInfo& info) {
-    release();
-    return info.Env().Undefined();
-  }
-};
-
-// openDevice(engine, {address | name, icrcPolicy?, receiveMode?, rcvbuf?, sndbuf?, perFlowSourcePort?, probeIpv4Id?})
-Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto* classes = static_cast<VerbsClasses*>(info.Data());
-  EngineWrap* ew = EngineWrap::FromValue(info[0]);
-  if (ew == nullptr) throw Napi::TypeError::New(env, "openDevice: the first argument must be an Engine from this addon");
-  if (!info[1].IsObject()) throw Napi::TypeError::New(env, "openDevice: options must be an object {address} or {name}");
-  Napi::Object o = info[1].As<Napi::Object>();
-  soft::SoftDeviceOptions opts;
-  const bool has_address = o.Has("address") && !o.Get("address").IsUndefined();
-  const bool has_name = o.Has("name") && !o.Get("name").IsUndefined();
-  if (has_address == has_name) {
-    throw Napi::TypeError::New(env, "openDevice: give exactly one of address ('127.0.0.2') or name ('eth0')");
-  }
-  Napi::Value which = has_address ? o.Get("address") : o.Get("name");
-  if (!which.IsString()) throw Napi::TypeError::New(env, std::string("openDevice: ") + (has_address ? "address" : "name") + " must be a string");
-  opts.address_or_name = which.As<Napi::String>().Utf8Value();
-  if (o.Has("deviceName")) opts.name = o.Get("deviceName").ToString().Utf8Value();
-  if (o.Has("icrcPolicy")) {
-    const std::string p = o.Get("icrcPolicy").ToString().Utf8Value();
-    if (p == "strict") opts.icrc_policy = soft::IcrcPolicy::DROP_UNVERIFIED;
-    else if (p == "count-unverifiable") opts.icrc_policy = soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED;
-    else throw Napi::TypeError::New(env, "openDevice: icrcPolicy must be 'strict' or 'count-unverifiable', got '" + p + "'");
-  }
-  if (o.Has("receiveMode") && !o.Get("receiveMode").IsUndefined()) {
-    const std::string m = o.Get("receiveMode").ToString().Utf8Value();
-    if (m == "plain-udp") opts.net.receive_mode = soft::ReceiveMode::kPlainUdp;
-    else if (m == "af-packet") opts.net.receive_mode = soft::ReceiveMode::kAfPacket;
-    else throw Napi::TypeError::New(env, "openDevice: receiveMode must be 'plain-udp' or 'af-packet', got '" + m + "'");
-  }
-  if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
-  if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));
-  if (o.Has("perFlowSourcePort")) opts.net.per_flow_source_port = o.Get("perFlowSourcePort").ToBoolean().Value();
-  if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
-
-  const EnginePtr& engine = ew->engine();
-  engine::SoftDeviceAgent* agent = ew->soft_devices();
-  verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
-  on_engine(engine, [&] {
-    r = soft::open_soft_device(opts);
-    if (r.ok()) {
-      verbs::Status s = agent->attach(*r.value());
-      if (!s.ok()) r = s.error();
-    }
-  });
-  return make_wrap<DeviceWrap>(classes->device, engine, info[0].As<Napi::Object>(), unwrap_result(env, r), classes);
-}
-
-// ---------------------------------------------------------------- fault injector (tests only)
-// __testing_setFaults(device, plan | null) and __testing_faultCounters(device):
-// the soft device's fault injector (verbs/soft/fault.h), FOR TESTS. Only
-// src/native/testing/faults.ts calls them; no configuration reaches them.
-double rate_of(Napi::Env env, Napi::Object o, const char* key, const std::string& where) {
-  if (!o.Has(key) || o.Get(key).IsUndefined()) return 0;
-  Napi::Value v = o.Get(key);
-  const double p = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
-  if (!(p >= 0 && p <= 1)) throw Napi::TypeError::New(env, where + "." + key + " must be a probability in [0, 1]");
-  return p;
-}
-
-soft::FaultRates rates_of(Napi::Env env, Napi::Object plan, const char* dir) {
-  soft::FaultRates r;
-  if (!plan.Has(dir) || plan.Get(dir).IsUndefined()) return r;
-  const std::string where = std::string("setFaults: ") + dir;
-  if (!plan.Get(dir).IsObject()) throw Napi::TypeError::New(env, where + " must be an object of rates");
-  Napi::Object o = plan.Get(dir).As<Napi::Object>();
-  r.drop = rate_of(env, o, "drop", where);
-  r.duplicate = rate_of(env, o, "duplicate", where);
-  r.reorder = rate_of(env, o, "reorder", where);
-  r.delay = rate_of(env, o, "delay", where);
-  r.corrupt = rate_of(env, o, "corrupt", where);
-  return r;
-}
-
-DeviceWrap* fault_device(const Napi::CallbackInfo& info) {
-  auto* classes = static_cast<VerbsClasses*>(info.Data());
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(classes->device.Value())) {
-    throw Napi::TypeError::New(info.Env(), "fault injector: expected a SoftDevice made by openDevice");
-  }
-  return DeviceWrap::Unwrap(info[0].As<Napi::Object>());
-}
-
-Napi::Value TestingSetFaults(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  DeviceWrap* d = fault_device(info);
-  soft::FaultPlan plan;  // null/undefined: off
-  if (info.Length() > 1 && info[1].IsObject()) {
-    Napi::Object o = info[1].As<Napi::Object>();
-    if (o.Has("seed")) plan.seed = to_u64(env, o.Get("seed"), "setFaults: seed");
-    plan.tx = rates_of(env, o, "tx");
-    plan.rx = rates_of(env, o, "rx");
-    if (o.Has("delayUs")) plan.delay_ns = std::int64_t{1000} * to_u32(env, o.Get("delayUs"), "setFaults: delayUs", 60'000'000);
-    if (o.Has("reorderDistance")) plan.reorder_distance = to_u32(env, o.Get("reorderDistance"), "setFaults: reorderDistance", 1024);
-    if (o.Has("reorderMaxHoldUs")) {
-      plan.reorder_max_hold_ns = std::int64_t{1000} * to_u32(env, o.Get("reorderMaxHoldUs"), "setFaults: reorderMaxHoldUs", 60'000'000);
-    }
-    if (o.Has("maxFaults")) plan.max_faults = to_u32(env, o.Get("maxFaults"), "setFaults: maxFaults");
-    if (o.Has("opcodes")) {
-      if (!o.Get("opcodes").IsArray()) throw Napi::TypeError::New(env, "setFaults: opcodes must be an array of BTH opcodes");
-      Napi::Array a = o.Get("opcodes").As<Napi::Array>();
-      for (std::uint32_t i = 0; i < a.Length(); ++i) {
-        plan.opcodes.push_back(static_cast<std::uint8_t>(to_u32(env, a.Get(i), "setFaults: opcodes[]", 0xff)));
-      }
-    }
-  } else if (info.Length() > 1 && !info[1].IsNull() && !info[1].IsUndefined()) {
-    throw Napi::TypeError::New(env, "setFaults: the plan must be an object, or null to turn the injector off");
-  }
-  d->set_faults(env, plan);
-  return env.Undefined();
-}
-
-Napi::Value TestingFaultCounters(const Napi::CallbackInfo& info) { return fault_device(info)->fault_counters(info.Env()); }
-
 // bufferAddress(buffer) → BigInt: where a Buffer's bytes are (for sge()).
 Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -724,13 +416,16 @@ Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes) {
-  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(classes.device.Value())) return nullptr;
-  return DeviceWrap::Unwrap(value.As<Napi::Object>())->get();
+Napi::Object wrap_pd(VerbsClasses* classes, const EnginePtr& e, Napi::Object engine_js, std::unique_ptr<verbs::ProtectionDomain> pd) {
+  return make_wrap<PdWrap>(classes->pd, e, engine_js, std::move(pd), classes);
+}
+
+Napi::Object wrap_cq(VerbsClasses* classes, const EnginePtr& e, Napi::Object engine_js, std::unique_ptr<verbs::CompletionQueue> cq) {
+  return make_wrap<CqWrap>(classes->cq, e, engine_js, std::move(cq), classes);
 }
 
 void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
-  Napi::Function device = DeviceWrap::Define(env);
+  Napi::Function device = define_device(env);
   Napi::Function pd = PdWrap::Define(env);
   Napi::Function cq = CqWrap::Define(env);
   Napi::Function qp = QpWrap::Define(env);
@@ -745,12 +440,12 @@ void init_verbs(Napi::Env env, Napi::Object exports, VerbsClasses* classes) {
   classes->ah = Napi::Persistent(ah);
   classes->srq = Napi::Persistent(srq);
   Napi::Object verbs = Napi::Object::New(env);
-  verbs.Set("openDevice", Napi::Function::New(env, OpenDevice, "openDevice", classes));
+  verbs.Set("openDevice", Napi::Function::New(env, open_device_js, "openDevice", classes));
   verbs.Set("bufferAddress", Napi::Function::New(env, BufferAddress, "bufferAddress"));
   // Test-only doors (src/native/testing/faults.ts), deliberately not in verbs.ts.
-  verbs.Set("__testing_setFaults", Napi::Function::New(env, TestingSetFaults, "__testing_setFaults", classes));
-  verbs.Set("__testing_faultCounters", Napi::Function::New(env, TestingFaultCounters, "__testing_faultCounters", classes));
-  verbs.Set("SoftDevice", device);
+  verbs.Set("__testing_setFaults", Napi::Function::New(env, testing_set_faults, "__testing_setFaults", classes));
+  verbs.Set("__testing_faultCounters", Napi::Function::New(env, testing_fault_counters, "__testing_faultCounters", classes));
+  verbs.Set("Device", device);
   verbs.Set("ProtectionDomain", pd);
   verbs.Set("CompletionQueue", cq);
   verbs.Set("QueuePair", qp);

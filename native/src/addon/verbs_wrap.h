@@ -1,5 +1,5 @@
 // The verbs interface from JS (src/native/verbs.ts types it): openDevice on
-// an Engine gives a SoftDevice; its PDs, CQs, QPs, MRs, AHs and SRQs are JS
+// an Engine gives a Device of either backend (device_open.h); its PDs, CQs, QPs, MRs, AHs and SRQs are JS
 // objects over the C++ verbs objects.
 //
 // Threads: every verbs object belongs to the engine thread, so every call
@@ -46,7 +46,7 @@ class Device;
 
 namespace qpgate::addon {
 
-// For other bindings (feed_wrap): the verbs::Device behind a JS SoftDevice
+// For other bindings (feed_wrap): the verbs::Device behind a JS Device
 // made by openDevice, or nullptr (anything else, or a closed device).
 verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes);
 

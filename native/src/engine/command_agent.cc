@@ -2,57 +2,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "clock.h"
 
 namespace qpgate::engine {
-namespace {
-
-struct ExtensionRegistry {
-  std::mutex mutex;
-  std::vector<std::pair<std::string, CommandAgent::ExtensionFactory>> factories;
-};
-
-ExtensionRegistry& registry() {
-  static ExtensionRegistry r;  // never destroyed before the engines that read it
-  return r;
-}
-
-thread_local CommandAgent* t_current = nullptr;
-
-}  // namespace
-
-void CommandAgent::register_extension(const char* name, ExtensionFactory factory) {
-  ExtensionRegistry& r = registry();
-  const std::lock_guard<std::mutex> lock(r.mutex);
-  for (const auto& [n, f] : r.factories) {
-    if (n == name) return;
-  }
-  r.factories.emplace_back(name, factory);
-}
-
-CommandAgent::CommandAgent() {
-  ExtensionRegistry& r = registry();
-  const std::lock_guard<std::mutex> lock(r.mutex);
-  for (const auto& [n, f] : r.factories) extensions_.emplace_back(n, f());
-  extension_stopped_.assign(extensions_.size(), 0);
-}
-
-CommandAgent::~CommandAgent() = default;
-
-void CommandAgent::on_start(AgentContext& context) {
-  context_ = &context;
-  t_current = this;
-  for (auto& [n, agent] : extensions_) agent->on_start(context);
-}
-
-void CommandAgent::on_close() {
-  for (auto& [n, agent] : extensions_) on_close_guarded(*agent, *context_);
-  if (t_current == this) t_current = nullptr;
-}
-
-CommandAgent* CommandAgent::current() { return t_current; }
 
 bool CommandAgent::set_handler(std::int32_t type, RecordHandler* handler) {
   if (type <= record_type::kEcho || type >= record_type::kMaxRoutedType) return false;
@@ -65,14 +18,7 @@ RecordHandler* CommandAgent::handler(std::int32_t type) const {
   return handlers_[static_cast<std::size_t>(type)];
 }
 
-Agent* CommandAgent::extension(std::string_view name) const {
-  for (const auto& [n, agent] : extensions_) {
-    if (n == name) return agent.get();
-  }
-  return nullptr;
-}
-
-int CommandAgent::do_work(std::uint64_t now_ns) {
+int CommandAgent::do_work(std::uint64_t /*now_ns*/) {
   SpscConsumer& in = *context_->to_engine;
   SpscProducer& out = *context_->from_engine;
   EngineCounters& counters = *context_->counters;
@@ -113,9 +59,7 @@ int CommandAgent::do_work(std::uint64_t now_ns) {
     counters.records_out.add(answered);
     counters.rejected_records.add(rejected);
   }
-  // Extensions run after the records of this cycle, so they can finish what
-  // the records started (e.g. post the frames they filled) in the same cycle.
-  return consumed + run_extensions(now_ns);
+  return consumed;
 }
 
 bool CommandAgent::offer(RecordHandler& handler, std::int32_t type, const std::byte* payload, std::int32_t length) {
@@ -130,17 +74,6 @@ bool CommandAgent::offer(RecordHandler& handler, std::int32_t type, const std::b
     }
     return true;  // skipped: offering it again would throw again
   }
-}
-
-int CommandAgent::run_extensions(std::uint64_t now_ns) {
-  int work = 0;
-  for (std::size_t i = 0; i < extensions_.size(); ++i) {
-    if (extension_stopped_[i] != 0) continue;
-    const int w = do_work_guarded(*extensions_[i].second, now_ns, *context_);
-    if (w < 0) extension_stopped_[i] = 1;
-    work += w < 0 ? 1 : w;
-  }
-  return work;
 }
 
 }  // namespace qpgate::engine

@@ -21,6 +21,11 @@ struct CpuListParse {
 
 // Parses "0-3,8" (ranges and singles, whitespace and a trailing newline
 // tolerated, as sysfs files end in one). CPUs must be < CPU_SETSIZE.
+// Not libnuma's numa_parse_cpustring_all: it refuses every CPU at or above
+// the running machine's configured count (on a 2-CPU host "0-3,8" is an
+// error), so it cannot read another root's sysfs (sysfsRoot, the placement
+// tests) nor let plan_placement say which requested CPUs are not allowed; it
+// also says nothing of what was wrong (NULL, and a line on stderr).
 CpuListParse parse_cpu_list(std::string_view text);
 
 // The inverse: {0,1,2,3,8} -> "0-3,8"; {} -> "".

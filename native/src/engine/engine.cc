@@ -55,18 +55,19 @@ std::string validate(const EngineConfig& c) {
 Engine::Engine(EngineConfig config, JsWaker waker) : config_(std::move(config)), waker_(std::move(waker)) {
   const std::string error = validate(config_);
   if (!error.empty()) throw std::invalid_argument(error);
-  agents_.push_back(std::make_unique<CommandAgent>());
+  auto commands = std::make_unique<CommandAgent>();
+  command_agent_ = commands.get();
+  agents_.push_back(std::move(commands));
 }
 
 Engine::~Engine() { stop(); }
 
-void Engine::add_agent(std::unique_ptr<Agent> agent) {
+void Engine::add_agent_owned(std::unique_ptr<Agent> agent) {
   if (running_) throw std::logic_error("Engine::add_agent: engine is running");
   agents_.push_back(std::move(agent));
 }
 
-void Engine::start() {
-  if (running_) return;
+void Engine::reset_for_start() {
   parker_ = std::make_unique<Parker>();
   counters_ = std::make_unique<EngineCounters>();
   faults_ = std::make_unique<AgentFaults>();
@@ -76,7 +77,11 @@ void Engine::start() {
   stop_requested_.store(false);
   wake_owed_ = false;
   report_ = PlacementReport{};
+}
 
+void Engine::start() {
+  if (running_) return;
+  reset_for_start();
   std::promise<std::string> ready;
   std::future<std::string> result = ready.get_future();
   thread_ = std::thread([this, &ready] { run(ready); });
@@ -89,13 +94,74 @@ void Engine::start() {
   running_ = true;
 }
 
+void Engine::start_driven() {
+  if (running_) return;
+  reset_for_start();
+  report_.tid = static_cast<int>(gettid());
+  report_.pin.error = "driven on its owner's thread, which is not pinned";
+  report_.pin.affinity = thread_allowed_cpus();
+  report_.idle_strategy = "none";
+  report_.idle_reason = "driven: its owner's event loop waits on the engine's fds";
+  std::string error;
+  try {
+    error = set_up_buffers_and_agents();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!error.empty()) {
+    release_buffers();
+    throw std::runtime_error("qpgate engine failed to start: " + error);
+  }
+  // The owner is the engine thread: its run_on_engine calls run inline;
+  // other threads queue theirs and ring the doorbell (wait_fd), as they do
+  // for a threaded engine.
+  engine_thread_id_.store(std::this_thread::get_id());
+  {
+    const std::lock_guard<std::mutex> lock(commands_mutex_);
+    accepting_ = true;
+  }
+  driven_ = true;
+  running_ = true;
+}
+
 void Engine::stop() {
+  if (driven_) {
+    {
+      const std::lock_guard<std::mutex> lock(commands_mutex_);
+      accepting_ = false;
+    }
+    run_commands();
+    close_agents();
+    driven_ = false;
+    running_ = false;
+    release_buffers();
+    return;
+  }
   if (!thread_.joinable()) return;
   stop_requested_.store(true, std::memory_order_seq_cst);
   parker_->ring();  // unconditionally: it may be parked or about to park
   thread_.join();
   running_ = false;
   release_buffers();
+}
+
+void Engine::close_agents() {
+  for (auto& agent : agents_) on_close_guarded(*agent, context_);
+  engine_thread_id_.store(std::thread::id{});
+}
+
+int Engine::do_work_once() {
+  if (!driven_) throw std::logic_error("Engine::do_work_once: the engine is not driven (start_driven)");
+  return duty_cycle(monotonic_ns());
+}
+
+void Engine::drain_wakes() {
+  if (!driven_) return;
+  const unsigned reasons = parker_->park(0);
+  EngineCounters& counters = *counters_;
+  if (reasons & kWakeDoorbell) counters.doorbell_wakes.add();
+  if (reasons & kWakeTimer) counters.timer_wakes.add();
+  if (reasons & kWakeFd) counters.fd_wakes.add();
 }
 
 void Engine::release_buffers() {
@@ -133,8 +199,7 @@ void Engine::run(std::promise<std::string>& ready) {
     accepting_ = false;
   }
   run_commands();
-  for (auto& agent : agents_) on_close_guarded(*agent, context_);
-  engine_thread_id_.store(std::thread::id{});
+  close_agents();
 }
 
 void Engine::run_on_engine(const std::function<void()>& fn) {
@@ -189,23 +254,42 @@ std::string Engine::set_up_on_engine_thread() {
   pthread_setname_np(pthread_self(), "qpgate-engine");
   // The default 50 us timer slack would turn a 1 us park into 50 us.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  // Pin first, so first touch and the kernel's local policy see the right CPU.
+  pin_engine_thread();
+  if (config_.idle) {
+    report_.idle_strategy = idle_kind_name(*config_.idle);
+    report_.idle_reason = "configured";
+  } else {
+    report_.idle_strategy = idle_kind_name(default_idle_kind(&report_.idle_reason));
+  }
+  return set_up_buffers_and_agents();
+}
 
-  // 1. Pin first, so first touch and the kernel's local policy see the right CPU.
+void Engine::pin_engine_thread() {
   PlacementRequest request;
   request.device = config_.device;
   request.cpus = config_.cpus;
   request.sysfs_root = config_.sysfs_root;
-  report_.plan = plan_placement(request, process_allowed_cpus());
-  report_.pin = report_.plan.cpu >= 0 ? pin_current_thread(report_.plan.cpu) : PinResult{};
+  {
+    // Engines of this process starting at once see each other's pins.
+    static std::mutex placing;
+    const std::lock_guard lock(placing);
+    request.taken_cpus = engine_cpus_in_use();
+    report_.plan = plan_placement(request, process_allowed_cpus());
+    report_.pin = report_.plan.cpu >= 0 ? pin_current_thread(report_.plan.cpu) : PinResult{};
+  }
   if (report_.plan.cpu < 0) {
     report_.pin.error = report_.plan.cpu_reason;
     report_.pin.affinity = thread_allowed_cpus();
   }
+}
+
+std::string Engine::set_up_buffers_and_agents() {
   // The node the memory should live on: the device's, else the pinned CPU's
   // own (first touch gets that anyway; libnuma makes it explicit).
   const int node = report_.plan.numa_node;
 
-  // 2. Buffers on the node, touched by this thread.
+  // Buffers on the node, touched by this thread.
   BufferOptions options;
   options.numa_node = node;
   options.huge_pages = config_.huge_pages;
@@ -230,14 +314,7 @@ std::string Engine::set_up_on_engine_thread() {
                                  std::string(page_kind_name(from_buffer->page_kind())) + ": " +
                                  describe_pages(*from_buffer);
   }
-  if (config_.idle) {
-    report_.idle_strategy = idle_kind_name(*config_.idle);
-    report_.idle_reason = "configured";
-  } else {
-    report_.idle_strategy = idle_kind_name(default_idle_kind(&report_.idle_reason));
-  }
-
-  // 3. Agents.
+  // Agents.
   to_engine_ = SpscConsumer(to_engine_mem_.view);
   from_engine_ = SpscProducer(from_engine_mem_.view);
   context_ = AgentContext{&to_engine_, &from_engine_, parker_.get(), counters_.get(), faults_.get()};
@@ -249,27 +326,26 @@ void Engine::duty_cycle_loop() {
   IdleKind kind = IdleKind::kBackoff;
   parse_idle_kind(report_.idle_strategy, kind);
   IdleStrategy idle(kind, config_.backoff, *this);
-  EngineCounters& counters = *counters_;
-  const auto threshold = static_cast<std::uint64_t>(config_.cycle_threshold_ns);
+  while (!stop_requested_.load(std::memory_order_relaxed)) idle.idle(duty_cycle(monotonic_ns()));
+}
 
-  while (!stop_requested_.load(std::memory_order_relaxed)) {
-    const std::uint64_t start = monotonic_ns();
-    int work = run_commands();
-    for (std::size_t i = 0; i < agents_.size(); ++i) work += run_agent(i, start);
-    // One tail store for everything the agents produced this cycle, and at
-    // most one JS wake-up for it.
-    if (from_engine_.publish() || wake_owed_) deliver_js_wake();
-    counters.duty_cycles.add();
-    if (work > 0) {
-      const std::uint64_t took = monotonic_ns() - start;
-      counters.max_cycle_ns.raise_to(took);
-      cycle_times_->record(took);
-      if (took > threshold) counters.cycles_over_threshold.add();
-    } else {
-      counters.idle_cycles.add();
-    }
-    idle.idle(work);
+int Engine::duty_cycle(std::uint64_t start_ns) {
+  EngineCounters& counters = *counters_;
+  int work = run_commands();
+  for (std::size_t i = 0; i < agents_.size(); ++i) work += run_agent(i, start_ns);
+  // One tail store for everything the agents produced this cycle, and at
+  // most one JS wake-up for it.
+  if (from_engine_.publish() || wake_owed_) deliver_js_wake();
+  counters.duty_cycles.add();
+  if (work > 0) {
+    const std::uint64_t took = monotonic_ns() - start_ns;
+    counters.max_cycle_ns.raise_to(took);
+    cycle_times_->record(took);
+    if (took > static_cast<std::uint64_t>(config_.cycle_threshold_ns)) counters.cycles_over_threshold.add();
+  } else {
+    counters.idle_cycles.add();
   }
+  return work;
 }
 
 int Engine::run_agent(std::size_t index, std::uint64_t now_ns) {

@@ -8,6 +8,15 @@
 //   stop()   sets the stop flag, rings the doorbell, joins, frees. Idempotent;
 //            the destructor calls it.
 //
+//   start_driven()  the same set-up on the calling thread, which becomes the
+//            engine thread (never pinned: it is the owner's, e.g. Node's main
+//            thread); no thread is spawned and nothing runs by itself: the
+//            owner runs a duty cycle with do_work_once() when wait_fd() is
+//            readable (a socket, the protocol timer, the doorbell) or after
+//            it posted work. An order client drives its QP this way
+//            (src/orders/rc-endpoint.ts): every verbs call runs inline, with
+//            no cross-thread wake per operation.
+//
 // Control methods (start, stop, placement, stats, rings) are for one thread,
 // the owner (the Node main thread); notify() may be called from any thread.
 #pragma once
@@ -33,6 +42,8 @@
 #include "spsc_ring.h"
 
 namespace qpgate::engine {
+
+class CommandAgent;
 
 struct EngineConfig {
   static constexpr std::int64_t kDefaultRingCapacity = std::int64_t{1} << 20;  // 1 MiB + trailer: one 2 MiB page
@@ -99,13 +110,35 @@ class Engine final : private ParkSite {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Before start(). The engine owns its agents; the built-in command agent
-  // (ECHO) always runs first.
-  void add_agent(std::unique_ptr<Agent> agent);
+  // Before start(). The engine owns its agents and runs them in the order
+  // they were added, after the built-in command agent, which always runs
+  // first. Returns the agent, for its builder to wire (engine_agents.h).
+  template <class A>
+  A* add_agent(std::unique_ptr<A> agent) {
+    A* added = agent.get();
+    add_agent_owned(std::move(agent));
+    return added;
+  }
+  // The built-in command agent: where agents register their record handlers.
+  CommandAgent& commands() const { return *command_agent_; }
 
   void start();
+  void start_driven();
   void stop();
   bool running() const { return running_; }
+  bool driven() const { return driven_; }
+
+  // Driven mode, owner thread: one duty cycle (commands, every agent once,
+  // the fromEngine publish); returns the work done (0: nothing was ready).
+  int do_work_once();
+  // Driven mode, owner thread: readable when a parked engine would wake. The
+  // parker's epoll fd: the agents' fds, the timerfd of their earliest
+  // deadline and the doorbell (run_on_engine from another thread) are in it.
+  int wait_fd() const { return parker_ ? parker_->epoll_fd() : -1; }
+  // Driven mode, owner thread: reads the doorbell and an expired timer
+  // without blocking, so wait_fd() is readable again only for new events.
+  // Call before do_work_once(), whose agents re-arm their deadlines.
+  void drain_wakes();
 
   // Valid once start() has returned (kept after stop()).
   const PlacementReport& placement() const { return report_; }
@@ -139,11 +172,17 @@ class Engine final : private ParkSite {
   bool on_engine_thread() const { return std::this_thread::get_id() == engine_thread_id_.load(); }
 
  private:
+  void add_agent_owned(std::unique_ptr<Agent> agent);
   // Engine thread: runs every queued control command; returns how many.
   int run_commands();
+  void reset_for_start();
   void run(std::promise<std::string>& ready);
   std::string set_up_on_engine_thread();
+  void pin_engine_thread();
+  std::string set_up_buffers_and_agents();
   void duty_cycle_loop();
+  int duty_cycle(std::uint64_t start_ns);
+  void close_agents();
   // One agent's turn in the duty cycle; an agent that threw is stopped (agent_faults.h).
   int run_agent(std::size_t index, std::uint64_t now_ns);
   void deliver_js_wake();
@@ -153,9 +192,11 @@ class Engine final : private ParkSite {
   EngineConfig config_;
   JsWaker waker_;
   std::vector<std::unique_ptr<Agent>> agents_;
+  CommandAgent* command_agent_ = nullptr;  // agents_[0]
 
   std::thread thread_;
   bool running_ = false;
+  bool driven_ = false;
   std::atomic<bool> stop_requested_{false};
   std::unique_ptr<Parker> parker_;
   RingMemory to_engine_mem_;

@@ -45,6 +45,9 @@ class Parker {
   unsigned park(std::int64_t timeout_ns) noexcept;
 
   int doorbell_fd() const { return doorbell_fd_; }
+  // Readable while park(0) would report a wake (epoll fds nest): what an
+  // event loop watches for an engine it drives (Engine::start_driven).
+  int epoll_fd() const { return epoll_fd_; }
 
  private:
   void close_all() noexcept;

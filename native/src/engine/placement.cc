@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,11 @@ NumaLookup find_device_numa_node(const std::string& sysfs_root, const std::strin
   return result;
 }
 
+namespace {
+// Sets plan.cpu and plan.cpu_reason from plan.candidates (not empty).
+void choose_cpu(CpuPlan& plan, const CpuList& taken, const std::string& from);
+}  // namespace
+
 CpuPlan plan_placement(const PlacementRequest& request, const CpuList& allowed) {
   CpuPlan plan;
   plan.device = request.device;
@@ -168,15 +174,62 @@ CpuPlan plan_placement(const PlacementRequest& request, const CpuList& allowed) 
     plan.cpu_reason = "no CPU to choose from; not pinned";
     return plan;
   }
-  // The last CPU: CPU 0 (the first) usually takes interrupts, timers and
-  // housekeeping, and the kernel tends to place other work low.
-  plan.cpu = plan.candidates.back();
-  plan.cpu_reason = "CPU " + std::to_string(plan.cpu) + " from " + from +
-                    (plan.candidates.size() > 1
-                         ? ": the last one, leaving CPU " + std::to_string(plan.candidates.front()) +
-                               " for interrupts and housekeeping"
-                         : ": the only candidate");
+  choose_cpu(plan, request.taken_cpus, from);
   return plan;
+}
+
+namespace {
+
+void choose_cpu(CpuPlan& plan, const CpuList& taken, const std::string& from) {
+  auto engines_on = [&](int cpu) { return std::count(taken.begin(), taken.end(), cpu); };
+  // The last CPU with the fewest other engines: CPU 0 (the first) usually
+  // takes interrupts, timers and housekeeping, and the kernel tends to place
+  // other work low.
+  int best = plan.candidates.back();
+  for (auto it = plan.candidates.rbegin(); it != plan.candidates.rend(); ++it) {
+    if (engines_on(*it) < engines_on(best)) best = *it;
+  }
+  plan.cpu = best;
+  plan.cpu_reason = "CPU " + std::to_string(best) + " from " + from;
+  const auto shared = engines_on(best);
+  CpuList busy;
+  for (const int cpu : plan.candidates) {
+    if (engines_on(cpu) > 0) busy.push_back(cpu);
+  }
+  if (shared > 0) {
+    plan.cpu_reason += ": shared with " + std::to_string(shared) + " other qpgate engine(s), as every candidate has one pinned to it";
+  } else if (!busy.empty()) {
+    plan.cpu_reason += ": the last one no other qpgate engine is pinned to (CPUs " + format_cpu_list(busy) + " have one)";
+  } else if (plan.candidates.size() > 1) {
+    plan.cpu_reason += ": the last one, leaving CPU " + std::to_string(plan.candidates.front()) + " for interrupts and housekeeping";
+  } else {
+    plan.cpu_reason += ": the only candidate";
+  }
+}
+
+}  // namespace
+
+CpuList engine_cpus_in_use(const std::string& proc_root) {
+  CpuList cpus;
+  std::error_code ec;
+  for (const fs::directory_entry& process : fs::directory_iterator(proc_root, ec)) {
+    const std::string pid = process.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code task_ec;
+    for (const fs::directory_entry& task : fs::directory_iterator(process.path() / "task", task_ec)) {
+      std::string comm;
+      if (!read_text(task.path() / "comm", comm) || comm != "qpgate-engine\n") continue;
+      std::string status;
+      if (!read_text(task.path() / "status", status)) continue;
+      const std::size_t at = status.find("Cpus_allowed_list:");
+      if (at == std::string::npos) continue;
+      const std::size_t begin = status.find_first_not_of(" \t", at + 18);
+      const std::size_t end = status.find('\n', begin);
+      const CpuListParse parsed = parse_cpu_list(status.substr(begin, end - begin));
+      if (parsed.ok() && parsed.cpus.size() == 1) cpus.push_back(parsed.cpus.front());  // pinned; an unpinned one takes no CPU
+    }
+  }
+  return cpus;
 }
 
 PinResult pin_current_thread(int cpu) {

@@ -19,7 +19,18 @@ struct PlacementRequest {
   std::string cpus;
   // Root of sysfs; tests point it at a fake tree.
   std::string sysfs_root = "/sys";
+  // The CPUs other qpgate engines on this host are pinned to, one entry per
+  // engine (engine_cpus_in_use): the choice avoids them while a candidate is
+  // free. Two pinned pollers on one CPU starve each other's timers (an RC
+  // client and its gateway on one host ran out of retries that way under
+  // load) while another CPU has room.
+  CpuList taken_cpus;
 };
+
+// The CPUs the host's running qpgate engines ("qpgate-engine" threads
+// pinned to one CPU) are pinned to, one entry per engine, read from
+// <proc_root>/<pid>/task/<tid>/{comm,status}. Tests point proc_root at a fake tree.
+CpuList engine_cpus_in_use(const std::string& proc_root = "/proc");
 
 struct NumaLookup {
   int node = -1;

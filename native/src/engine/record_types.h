@@ -5,8 +5,7 @@
 // Routing: the command agent (command_agent.h) reads toEngine and hands each
 // record to the handler registered for its type (ECHO is its own); JS routes
 // fromEngine records by type to the handlers subscribed for it
-// (Engine.onRecord in src/native/engine.ts). Payload layouts of the feed
-// records are in docs/protocol.md 2.11; all their integers are little-endian.
+// (Engine.onRecord in src/native/engine.ts).
 #pragma once
 
 #include <cstdint>
@@ -20,19 +19,9 @@ inline constexpr std::int32_t kEcho = 1;
 // Types below this bound are dispatched through a flat table (O(1)).
 inline constexpr std::int32_t kMaxRoutedType = 64;
 
-// ---- feed (native/src/feed/feed_agent.h; docs/protocol.md 2.11)
-// toEngine: messages for one channel of one publisher.
-inline constexpr std::int32_t kFeedPublish = 16;
-// fromEngine: one live frame delivered in order by a subscriber.
-inline constexpr std::int32_t kFeedFrame = 17;
-// fromEngine: a range lost on every line (unrecoverable until recovery lands).
-inline constexpr std::int32_t kFeedGap = 18;
-// fromEngine: a channel's session changed (or was first seen).
-inline constexpr std::int32_t kFeedSession = 19;
-
-// ---- orders (native/src/orders/order_events.h; docs/protocol.md 3.7)
-// fromEngine: durable order events of one order service (accepted, replaced,
-// filled, cancelled), for a JS order handler.
-inline constexpr std::int32_t kOrderEvents = 24;
+// The types of the engine's clients are theirs: the feed's in
+// feed/feed_records.h, order entry's in orders/order_events.h. The gateway's
+// engine builder (gateway/engine_agents.cc) checks they are distinct and
+// below kMaxRoutedType.
 
 }  // namespace qpgate::engine::record_type

@@ -47,7 +47,7 @@ void Arbiter::on_frame(Line line, const ParsedFrame& f, std::uint64_t now_ns, Ar
   const FrameHeaderView h = f.header();
   if (h.session() != session_) {
     if (h.session() == previous_session_) {
-      ++of(line).stale_session;
+      ++of(line).other_session_frames;
       return;
     }
     if (session_ != 0) ++counters_.session_changes;

@@ -59,7 +59,9 @@ class Arbiter {
     std::uint64_t won = 0;            // frames delivered from this line (directly or after being held)
     std::uint64_t duplicates = 0;     // copies dropped because the other line (or this one) was first
     std::uint64_t held = 0;           // frames that arrived ahead of a hole
-    std::uint64_t stale_session = 0;  // frames of the previous session
+    // Frames of the session it left: a restarted gateway's last ones, or,
+    // if they keep coming, a second gateway publishing on the same group.
+    std::uint64_t other_session_frames = 0;
     std::uint64_t heartbeats = 0;
   };
   struct Counters {

@@ -3,48 +3,35 @@
 #include <algorithm>
 
 #include "engine/clock.h"
-#include "engine/record_types.h"
 #include "feed/feed_records.h"
 #include "feed/le.h"
 
 namespace qpgate::feed {
 namespace {
 
-thread_local FeedAgent* t_current = nullptr;
-
-std::unique_ptr<engine::Agent> make_feed_agent() { return std::make_unique<FeedAgent>(); }
-
 constexpr std::uint64_t kCloseTimeoutNs = 1'000'000'000;
 
 }  // namespace
 
-void FeedAgent::register_extension() { engine::CommandAgent::register_extension(kExtensionName, &make_feed_agent); }
-
-FeedAgent* FeedAgent::of_current_engine() { return t_current; }
-
-FeedAgent::FeedAgent() = default;
+FeedAgent::FeedAgent(engine::CommandAgent* commands) : commands_(commands) {}
 FeedAgent::~FeedAgent() = default;
 
 void FeedAgent::on_start(engine::AgentContext& context) {
   context_ = &context;
-  t_current = this;
-  commands_ = engine::CommandAgent::current();
-  if (commands_ != nullptr) commands_->set_handler(engine::record_type::kFeedPublish, this);
+  if (commands_ != nullptr) commands_->set_handler(records::kFeedPublish, this);
 }
 
 void FeedAgent::on_close() {
-  if (commands_ != nullptr && commands_->handler(engine::record_type::kFeedPublish) == this) {
-    commands_->set_handler(engine::record_type::kFeedPublish, nullptr);
+  if (commands_ != nullptr && commands_->handler(records::kFeedPublish) == this) {
+    commands_->set_handler(records::kFeedPublish, nullptr);
   }
-  commands_ = nullptr;
   // The engine stops: what is left goes now (a stopped engine sends nothing).
   closing_.clear();
-  if (t_current == this) t_current = nullptr;
   context_ = nullptr;
 }
 
 bool FeedAgent::on_record(std::int32_t type, const std::byte* payload, std::int32_t length) {
-  if (type != engine::record_type::kFeedPublish || length < records::kPublishHeaderBytes) {
+  if (type != records::kFeedPublish || length < records::kPublishHeaderBytes) {
     rejected_records_.add();
     return true;
   }

@@ -2,7 +2,8 @@
 // engine and drives them on its thread.
 //
 //   FEED_PUBLISH records (toEngine) are routed to it by the command agent
-//   (it registers itself as their handler in on_start) and handed to the
+//   (it registers itself as their handler in on_start, when it was given
+//   one) and handed to the
 //   publisher they name; a publisher out of send slots leaves the record in
 //   the ring (back-pressure).
 //   do_work: every publisher (flush open frames, heartbeats, post, reap),
@@ -11,11 +12,10 @@
 //   publishers until their last frames left; then arms the engine deadline
 //   with the earliest heartbeat or arbitration timeout.
 //
-// Every engine made by the addon hosts one: register_extension() (called by
-// the addon at load) makes it an extension of the command agent, so it runs
-// right after the records of each duty cycle. Find it on the engine thread
-// with FeedAgent::of_current_engine(). Tests may add one with
-// Engine::add_agent instead.
+// Its builder (gateway/engine_agents.h) gives it the engine's command agent
+// and adds it right after that agent, so it runs right after the records of
+// each duty cycle; the owner of the engine keeps the pointer the builder
+// returns. Tests may build one by hand the same way.
 //
 // Publishers and subscribers are added and removed on the engine thread
 // (Engine::run_on_engine); their stats objects may be read from any thread.
@@ -35,16 +35,14 @@ namespace qpgate::feed {
 
 class FeedAgent final : public engine::Agent, public engine::RecordHandler {
  public:
-  static constexpr const char* kExtensionName = "feed";
-  // Every engine constructed afterwards hosts a FeedAgent. Idempotent.
-  static void register_extension();
-  // Engine thread: the feed agent of the engine running on this thread, if any.
-  static FeedAgent* of_current_engine();
-
-  FeedAgent();
+  // `commands`: the engine's command agent, which routes FEED_PUBLISH records
+  // here; nullptr for an agent driven by hand (tests).
+  explicit FeedAgent(engine::CommandAgent* commands);
   ~FeedAgent() override;
+  FeedAgent(const FeedAgent&) = delete;
+  FeedAgent& operator=(const FeedAgent&) = delete;
 
-  const char* name() const override { return kExtensionName; }
+  const char* name() const override { return "feed"; }
   void on_start(engine::AgentContext& context) override;
   int do_work(std::uint64_t now_ns) override;
   void on_close() override;

@@ -1,5 +1,5 @@
-// Payloads of the feed's engine records (record types in
-// engine/record_types.h; docs/protocol.md 2.11 is normative; src/feed/
+// The feed's engine records: their types and payloads (docs/protocol.md 2.11
+// is normative; src/native/engine.ts has the same type numbers, src/feed/
 // records.ts reads and writes the same bytes). Little-endian.
 //
 // FEED_PUBLISH (toEngine):
@@ -25,6 +25,16 @@
 #include <cstdint>
 
 namespace qpgate::feed::records {
+
+// Record types (the ring's int32 `type`; every type of the engine: gateway/engine_agents.h).
+// toEngine: messages for one channel of one publisher.
+inline constexpr std::int32_t kFeedPublish = 16;
+// fromEngine: one live frame delivered in order by a subscriber.
+inline constexpr std::int32_t kFeedFrame = 17;
+// fromEngine: a range lost on every line and not recovered.
+inline constexpr std::int32_t kFeedGap = 18;
+// fromEngine: a channel's session changed (or was first seen).
+inline constexpr std::int32_t kFeedSession = 19;
 
 inline constexpr std::int32_t kPublishHeaderBytes = 16;
 inline constexpr std::int32_t kFrameRecordHeaderBytes = 40;

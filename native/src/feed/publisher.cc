@@ -9,6 +9,7 @@
 
 #include "engine/clock.h"
 #include "engine/node_buffer.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::feed {
 
@@ -197,6 +198,8 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
   ec.qkey = config.qkey;
   auto ep = make_ud_endpoint(device, ec, std::move(memory.send_slots));
   if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
+  auto source = verbs::choose_source_gid(device);
+  if (!source.ok()) return verbs::Error{source.error().code, "feed publisher: " + source.error().message};
   std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), memory, now_ns));
   p->slot_bytes_ = slot_bytes;
   for (auto& c : p->channels_) {
@@ -205,6 +208,7 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
       if (groups[line] == 0) continue;
       verbs::AhAttr attr;
       attr.dgid = group_gid(groups[line]);
+      attr.sgid_index = source->index;  // IPv4 groups leave from the IPv4-mapped GID (rxe's index 0 is link-local IPv6)
       attr.hop_limit = config.hop_limit;
       auto ah = p->ep_->pd->create_ah(attr);
       if (!ah.ok()) return verbs::Error{ah.error().code, "feed publisher: create_ah: " + ah.error().message};
@@ -323,7 +327,10 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
       return PublishStatus::kRetry;
     }
   }
-  const std::uint64_t now = engine::monotonic_ns();
+  // The clock is read only when a frame fills here (most records end in the
+  // open frame, which do_work sends with the duty cycle's time).
+  std::uint64_t now = 0;
+  const auto clock = [&now] { return now != 0 ? now : (now = engine::monotonic_ns()); };
   off = 0;
   for (std::uint32_t i = 0; i < count; ++i) {
     const MessageHeaderView h(messages.data() + off);
@@ -336,12 +343,12 @@ PublishStatus Publisher::publish(std::uint16_t channel, std::span<const std::uin
     const auto body = messages.subspan(off + kMessageHeaderBytes, len - kMessageHeaderBytes);
     AppendStatus st = c->packer.append(f, body);
     if (st == AppendStatus::kFrameFull) {
-      send_data_frame(*c, now);
+      send_data_frame(*c, clock());
       st = c->packer.append(f, body);
     }
     off += len;  // kOk: validated above
   }
-  if (c->stamp_count == c->stamps.size()) send_data_frame(*c, now);  // cannot happen with <= 340 messages a frame
+  if (c->stamp_count == c->stamps.size()) send_data_frame(*c, clock());  // cannot happen with <= 340 messages a frame
   if (c->packer.empty()) {
     // Everything went out already (cannot happen: the last message is in the open frame).
     if (stamp_count_ < kMaxStamps) stamps_[stamp_count_++] = enqueue_ns;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "verbs/source_gid.h"
+
 namespace qpgate::feed {
 
 verbs::Result<std::unique_ptr<RcEndpoint>> RcEndpoint::create(verbs::Device& device, const RcEndpointConfig& c) {
@@ -12,9 +14,10 @@ verbs::Result<std::unique_ptr<RcEndpoint>> RcEndpoint::create(verbs::Device& dev
   auto channel = verbs::RcChannel::create(device, c);
   if (!channel.ok()) return channel.error();
   std::unique_ptr<RcEndpoint> e(new RcEndpoint(std::move(*channel)));
-  auto gids = device.query_gid_table(1);
-  if (!gids.ok() || gids->empty()) return verbs::Error{ENODEV, "recovery endpoint: the device has no GID"};
-  e->local_.gid = (*gids)[0];
+  auto gid = verbs::choose_source_gid(device);
+  if (!gid.ok()) return verbs::Error{gid.error().code, "recovery endpoint: " + gid.error().message};
+  e->local_.gid = gid->gid;
+  e->sgid_index_ = gid->index;
   e->local_.qpn = e->channel_->qpn();
   e->local_.psn = verbs::random_psn();
   e->local_.mtu = verbs::Mtu::MTU_1024;
@@ -24,6 +27,7 @@ verbs::Result<std::unique_ptr<RcEndpoint>> RcEndpoint::create(verbs::Device& dev
 verbs::Status RcEndpoint::connect(const verbs::RcPeer& peer, const verbs::RcParams& params) {
   verbs::RcParams p = params;
   p.psn = local_.psn;
+  p.sgid_index = sgid_index_;
   p.access = verbs::Access::LOCAL_WRITE;
   if (verbs::Status s = channel_->connect(p, peer); !s.ok()) return s;
   if (channel_->held_receives() != 0) failed_ = true;

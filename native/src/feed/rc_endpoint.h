@@ -56,6 +56,7 @@ class RcEndpoint {
 
   std::unique_ptr<verbs::RcChannel> channel_;
   verbs::RcPeer local_;
+  std::uint8_t sgid_index_ = 0;  // local_.gid's entry (verbs/source_gid.h)
   bool connected_ = false;
   bool failed_ = false;
 };

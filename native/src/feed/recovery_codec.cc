@@ -5,6 +5,7 @@
 #include <protozero/pbf_reader.hpp>
 #include <protozero/pbf_writer.hpp>
 
+#include <iterator>
 #include <stdexcept>
 
 namespace qpgate::feed::recovery {
@@ -76,9 +77,10 @@ bool decode_snapshot(protozero::data_view v, SnapshotRequest& out, const char** 
 
 bool decode_report(protozero::data_view v, SubscriberReport& out, const char** error) {
   protozero::pbf_reader r{v};
-  std::uint64_t* fields[] = {&out.queued, &out.dropped, &out.conflated, &out.gaps, &out.unrecoverable, &out.ring_full_drops};
+  std::uint64_t* fields[] = {&out.queued,        &out.dropped,         &out.conflated,           &out.gaps,
+                             &out.unrecoverable, &out.ring_full_drops, &out.other_session_frames};
   while (r.next()) {
-    if (r.tag() >= 1 && r.tag() <= 6) {
+    if (r.tag() >= 1 && r.tag() <= std::size(fields)) {
       if (!varint(r, *fields[r.tag() - 1], error, "SubscriberReport: wrong wire type")) return false;
     } else {
       r.skip();
@@ -170,8 +172,9 @@ std::size_t encode_request(const SnapshotRequest& q, std::span<std::uint8_t> out
 std::size_t encode_request(const SubscriberReport& q, std::span<std::uint8_t> out) {
   return write(out, [&](Writer& w) {
     Writer m{w, kReport};
-    const std::uint64_t fields[] = {q.queued, q.dropped, q.conflated, q.gaps, q.unrecoverable, q.ring_full_drops};
-    for (std::uint32_t i = 0; i < 6; ++i) {
+    const std::uint64_t fields[] = {q.queued,        q.dropped,         q.conflated,          q.gaps,
+                                    q.unrecoverable, q.ring_full_drops, q.other_session_frames};
+    for (std::uint32_t i = 0; i < std::size(fields); ++i) {
       if (fields[i] != 0 || i == 0) m.add_uint64(i + 1, fields[i]);  // queued always: never an empty body
     }
   });

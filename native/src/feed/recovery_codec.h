@@ -66,6 +66,7 @@ struct SubscriberReport {
   std::uint64_t gaps = 0;
   std::uint64_t unrecoverable = 0;
   std::uint64_t ring_full_drops = 0;
+  std::uint64_t other_session_frames = 0;
 };
 
 enum class RequestKind : std::uint8_t { kNone, kRetransmit, kSnapshot, kReport };

@@ -158,6 +158,7 @@ void RecoveryService::serve(Session& s, std::span<const std::uint8_t> bytes, std
     c.report_gaps.set(q.report.gaps);
     c.report_unrecoverable.set(q.report.unrecoverable);
     c.report_ring_full_drops.set(q.report.ring_full_drops);
+    c.report_other_session_frames.set(q.report.other_session_frames);
   } else if (q.kind == recovery::RequestKind::kRetransmit) {
     s.counters->retransmit_requests.add();
     retransmit(s, q.retransmit, now_ns);

@@ -82,6 +82,7 @@ struct RecoverySessionCounters {
   engine::SingleWriterCounter report_gaps;
   engine::SingleWriterCounter report_unrecoverable;
   engine::SingleWriterCounter report_ring_full_drops;
+  engine::SingleWriterCounter report_other_session_frames;
 };
 
 struct RecoverySessionInfo {

@@ -85,6 +85,17 @@ void SnapshotStore::store_header_word(std::size_t offset, std::uint64_t v) {
   store_word(static_cast<std::uint64_t*>(static_cast<void*>(base_ + offset)), v, std::memory_order_release);
 }
 
+// Words of a slot image (from offset 8) that hold the slot header and a
+// message of `message_bytes`.
+std::size_t SnapshotStore::image_words(std::size_t message_bytes) {
+  return (L::kSlotHeaderBytes - 8 + message_bytes + 7) / 8;
+}
+
+// The length of the message slot `slot` holds (this thread is its only writer).
+std::size_t SnapshotStore::held_length(std::size_t slot) const {
+  return load_le<std::uint16_t>(base_ + slot_offset(slot) + L::kMessageLengthOffset);
+}
+
 std::uint64_t SnapshotStore::last_sequence() const {
   return load_word(static_cast<const std::uint64_t*>(static_cast<const void*>(base_ + L::kLastSequenceOffset)),
                    std::memory_order_acquire);
@@ -148,11 +159,16 @@ ApplyResult SnapshotStore::apply(const Message& m) {
     slot = *found;
   }
 
-  // The slot image from offset 8 up to the trailer, built off to the side.
-  const std::size_t n = slot_bytes_ / 8 - 2;
-  std::memset(staging_.get(), 0, n * 8);
-  // staging_ starts at slot offset 8 (word 1).
-  std::uint8_t* img = static_cast<std::uint8_t*>(static_cast<void*>(staging_.get()));
+  // The slot image from offset 8, built off to the side: only the words the
+  // message covers, and the words the slot's previous message covered beyond
+  // them (zeroed), so a slot stays zero past its message without a whole-slot
+  // clear per message (a 40-byte quote in a 256-byte slot writes 9 words, not 30).
+  const std::size_t used = image_words(m.bytes.size());
+  const std::size_t written = fresh ? used : std::max(used, image_words(held_length(slot)));
+  std::uint64_t* image = staging_.get();
+  std::fill(image, image + kHeaderImageWords, 0);
+  std::fill(image + used - 1, image + written, 0);  // the message's last word, partly padding
+  std::uint8_t* img = static_cast<std::uint8_t*>(static_cast<void*>(image));
   store_le(img + (L::kSequenceOffset - 8), m.seq);
   store_le(img + (L::kInstrumentOffset - 8), m.instrument_id());
   store_le(img + (L::kTypeOffset - 8), m.header.type());
@@ -161,7 +177,7 @@ ApplyResult SnapshotStore::apply(const Message& m) {
   std::memcpy(img + (L::kSlotHeaderBytes - 8), m.bytes.data(), m.bytes.size());
 
   write_begin(slot);
-  write_payload(slot, {staging_.get(), n});
+  write_payload(slot, {image, written});
   write_end(slot);
   if (fresh) store_header_word(L::kSlotsUsedOffset, index_.size());
   if (m.seq > last_sequence()) store_header_word(L::kLastSequenceOffset, m.seq);

@@ -166,6 +166,10 @@ class SnapshotStore {
   const Counters& counters() const { return counters_; }
 
  private:
+  // Slot header words of an image (offsets 8..31: sequence, instrument, type, key, length, reserved).
+  static constexpr std::size_t kHeaderImageWords = (snapshot_layout::kSlotHeaderBytes - 8) / 8;
+  static std::size_t image_words(std::size_t message_bytes);
+  std::size_t held_length(std::size_t slot) const;
   std::uint64_t* words(std::size_t slot) const;
   void store_header_word(std::size_t offset, std::uint64_t v);
 

@@ -99,6 +99,7 @@ void Subscriber::report(std::uint64_t now_ns) {
     for (const auto& c : stats_->channels) {
       r.gaps += c.gaps.get();
       r.unrecoverable += c.unrecoverable.get();
+      r.other_session_frames += c.other_session_frames.get();
     }
     r.ring_full_drops = stats_->ring_full_drops.get();
     if (recovery_->send(r)) next_report_ns_ = now_ns + interval;
@@ -199,7 +200,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       const auto li = static_cast<std::size_t>(line);
       ch->counters.duplicates.add(after.line[li].duplicates - before.line[li].duplicates);
       ch->counters.heartbeats.add(after.line[li].heartbeats - before.line[li].heartbeats);
-      ch->counters.stale_session.add(after.line[li].stale_session - before.line[li].stale_session);
+      ch->counters.other_session_frames.add(after.line[li].other_session_frames - before.line[li].other_session_frames);
     }
     work += static_cast<int>(*n);
     if (*n < wcs.size()) break;

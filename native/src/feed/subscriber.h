@@ -81,7 +81,7 @@ struct SubscriberChannelCounters {
   engine::SingleWriterCounter session;
   engine::SingleWriterCounter expected;        // next sequence expected
   engine::SingleWriterCounter heartbeats;
-  engine::SingleWriterCounter stale_session;
+  engine::SingleWriterCounter other_session_frames;  // dropped: of the session the arbiter left (arbiter.h)
   engine::SingleWriterCounter line_frames[2];  // valid data frames received per line (A, B), duplicates included
   FrameCounters frame_counters;                // accepted / rejected by reason
   metrics::LatencyHistogram latency;           // send_time_ns → polled, ns (CLOCK_REALTIME both ends)

@@ -32,7 +32,7 @@ bool SubscriberChannel::write_frame(std::uint8_t line, const ParsedFrame& frame,
                                     std::uint64_t receive_ns) {
   const FrameHeaderView h = frame.header();
   const auto length = static_cast<std::int32_t>(records::kFrameRecordHeaderBytes + frame.bytes().size());
-  std::uint8_t* p = claim(engine::record_type::kFeedFrame, length);
+  std::uint8_t* p = claim(records::kFeedFrame, length);
   if (p == nullptr) return false;
   p[6] = line;
   p[7] = h.flags();
@@ -95,7 +95,7 @@ void SubscriberChannel::unrecoverable(std::uint64_t from, std::uint64_t end) {
   counters.unrecoverable.add(end - from);
   next_emit_ = end;
   counters.expected.set(next_emit_);
-  std::uint8_t* p = claim(engine::record_type::kFeedGap, records::kGapRecordBytes);
+  std::uint8_t* p = claim(records::kFeedGap, records::kGapRecordBytes);
   if (p == nullptr) return;
   store_le<std::uint64_t>(p + 8, from);
   store_le<std::uint64_t>(p + 16, end - from);
@@ -134,7 +134,7 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
     mode_ = Mode::kLive;
     next_emit_ = next_seq;
   }
-  std::uint8_t* p = claim(engine::record_type::kFeedSession, records::kSessionRecordBytes);
+  std::uint8_t* p = claim(records::kFeedSession, records::kSessionRecordBytes);
   if (p == nullptr) return;
   store_le<std::uint32_t>(p + 8, old_session);
   store_le<std::uint32_t>(p + 12, new_session);

@@ -5,8 +5,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -60,10 +62,11 @@ RecordCheck check_record(const std::vector<std::uint8_t>& file, std::size_t at, 
   return stored == computed ? RecordCheck::kValid : RecordCheck::kBadCrc;
 }
 
-bool read_all(int fd, std::vector<std::uint8_t>& out) {
+// Reads the first `limit` bytes of the file (all of it if shorter).
+bool read_all(int fd, std::vector<std::uint8_t>& out, std::uint64_t limit = UINT64_MAX) {
   struct stat st{};
   if (::fstat(fd, &st) != 0) return false;
-  out.resize(static_cast<std::size_t>(st.st_size));
+  out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), limit)));
   std::size_t done = 0;
   while (done < out.size()) {
     const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
@@ -104,7 +107,56 @@ bool sync_parent_dir(const std::string& path) {
   return ok;
 }
 
+// Hands the records in [header, end) of `file` (checked valid) to the
+// visitor; "" or the visitor's refusal with the record's offset.
+std::string visit_records(const std::vector<std::uint8_t>& file, std::size_t end, const std::string& path,
+                          const ReplayVisitor& visitor, std::uint64_t& visited) {
+  for (std::size_t p = kJournalHeaderBytes; p < end;) {
+    const std::uint32_t len = get_u32(&file[p]);
+    const std::uint16_t type = get_u16(&file[p + 8]);
+    std::string why;
+    if (!visitor(type, std::span<const std::uint8_t>{&file[p + kRecordHeaderBytes], len}, p, why)) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "journal %s: record at offset %zu (type %u): ", path.c_str(), p, unsigned{type});
+      return buf + why;
+    }
+    ++visited;
+    p += kRecordHeaderBytes + len;
+  }
+  return "";
+}
+
 }  // namespace
+
+bool Journal::replay_written(const std::string& path, std::uint64_t end, const ReplayVisitor& visitor,
+                             std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = errno_text("open", path);
+    return false;
+  }
+  std::vector<std::uint8_t> file;
+  const bool read = read_all(fd, file, end);
+  ::close(fd);
+  if (!read || file.size() != end || end < kJournalHeaderBytes) {
+    error = "journal " + path + ": could not read the " + std::to_string(end) + " bytes written";
+    return false;
+  }
+  // The live journal checked these records when it opened, or wrote them since: a bad one is a disk fault.
+  for (std::size_t at = kJournalHeaderBytes; at < end;) {
+    std::uint32_t len = 0, stored = 0, computed = 0;
+    if (check_record(file, at, len, stored, computed) != RecordCheck::kValid) {
+      error = "journal " + path + ": bad record at offset " + std::to_string(at) + " (it was valid when written)";
+      return false;
+    }
+    at += kRecordHeaderBytes + len;
+  }
+  std::uint64_t visited = 0;
+  error = visit_records(file, end, path, visitor, visited);
+  return error.empty();
+}
+
+bool Journal::write_out() { return !failed_ && write_buffer(); }
 
 std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const ReplayVisitor& visitor, std::string& error) {
   // Orders and accounts are nobody else's business: owner-only, an older 0644 file included.
@@ -192,18 +244,8 @@ std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const Replay
   }
 
   // Pass 2: replay the valid prefix.
-  for (std::size_t p = kJournalHeaderBytes; p < end;) {
-    const std::uint32_t len = get_u32(&file[p]);
-    const std::uint16_t type = get_u16(&file[p + 8]);
-    std::string why;
-    if (!visitor(type, std::span<const std::uint8_t>{&file[p + kRecordHeaderBytes], len}, p, why)) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "journal %s: record at offset %zu (type %u): ", config.path.c_str(), p,
-                    unsigned{type});
-      return fail(buf + why);
-    }
-    ++stats.records_replayed;
-    p += kRecordHeaderBytes + len;
+  if (std::string why = visit_records(file, end, config.path, visitor, stats.records_replayed); !why.empty()) {
+    return fail(why);
   }
 
   std::unique_ptr<Journal> journal{new Journal(config, fd, end)};

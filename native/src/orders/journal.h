@@ -92,8 +92,18 @@ class Journal {
   bool poll(std::uint64_t now_ns);
   // Writes and fdatasyncs everything appended (fsync-less under kNoSync).
   bool sync();
+  // write(2)s what append() buffered, without fdatasync: the file then holds
+  // every record appended (for replay_written). False once the journal has failed.
+  bool write_out();
+  // Replays, read-only, the records of the journal file at `path` up to `end`
+  // (the live journal's written_position(): whole records it has checked or
+  // written), as open() does, without touching the file the live journal
+  // owns. False + `error` if they cannot be read or the visitor refuses one.
+  static bool replay_written(const std::string& path, std::uint64_t end, const ReplayVisitor& visitor,
+                             std::string& error);
 
   std::uint64_t appended_position() const noexcept { return appended_; }
+  std::uint64_t written_position() const noexcept { return written_; }
   std::uint64_t durable_position() const noexcept { return durable_; }
   bool failed() const noexcept { return failed_; }
   const std::string& failure() const noexcept { return failure_; }

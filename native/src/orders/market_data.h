@@ -11,8 +11,8 @@
 // DELETE (now empty).
 //
 // Like every answer, the events wait until the journal is durable up to the
-// input that made them; then publish_ready() hands them to the sink (the
-// FeedAgent's Publisher). A sink that says "retry" keeps the rest for the
+// input that made them; then publish_ready() hands them to the sink (a feed
+// publisher, through FeedPublishers). A sink that says "retry" keeps the rest for the
 // next duty cycle; events that cannot be published (no publisher, unknown
 // channel, queue over its limit) are counted, never block the ack path.
 #pragma once
@@ -40,6 +40,19 @@ struct InstrumentFeed {
 enum class PublishOutcome : std::uint8_t { kPublished, kRetry, kFailed };
 using MarketDataSink =
     std::function<PublishOutcome(std::uint16_t channel, std::span<const std::uint8_t> message, std::uint64_t enqueue_ns)>;
+
+// The feed publishers of the engine an order service runs on, by id: how an
+// order agent reaches the feed without knowing it (the gateway's engine
+// builder gives it one over its feed agent: gateway/engine_agents.cc).
+// Engine thread.
+class FeedPublishers {
+ public:
+  virtual ~FeedPublishers() = default;
+  virtual bool has_publisher(std::uint32_t publisher_id) const = 0;
+  // kFailed when there is no such publisher (any more).
+  virtual PublishOutcome publish(std::uint32_t publisher_id, std::uint16_t channel, std::span<const std::uint8_t> message,
+                                 std::uint64_t enqueue_ns) = 0;
+};
 
 struct MarketDataCounters {
   engine::SingleWriterCounter published;    // messages the sink took

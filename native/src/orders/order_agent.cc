@@ -3,53 +3,27 @@
 #include <algorithm>
 
 #include "engine/clock.h"
-#include "engine/command_agent.h"
-#include "engine/record_types.h"
-#include "feed/feed_agent.h"
+#include "orders/order_events.h"
 
 namespace qpgate::orders {
 namespace {
-
-thread_local OrderAgent* t_current = nullptr;
-
-std::unique_ptr<engine::Agent> make_order_agent() { return std::make_unique<OrderAgent>(); }
 
 // While sessions wait for a group commit or hold messages, come back soon
 // even if nothing wakes the engine (the journal's delay is in microseconds).
 constexpr std::uint64_t kBusyRecheckNs = 50'000;
 
-PublishOutcome publish_on_feed(std::uint32_t publisher_id, std::uint16_t channel, std::span<const std::uint8_t> message,
-                               std::uint64_t enqueue_ns) {
-  feed::FeedAgent* f = feed::FeedAgent::of_current_engine();
-  feed::Publisher* p = f == nullptr ? nullptr : f->publisher(publisher_id);
-  if (p == nullptr) return PublishOutcome::kFailed;
-  switch (p->publish(channel, message, 1, enqueue_ns)) {
-    case feed::PublishStatus::kOk: return PublishOutcome::kPublished;
-    case feed::PublishStatus::kRetry: return PublishOutcome::kRetry;
-    default: return PublishOutcome::kFailed;  // unknown channel, malformed, too large: counted by both sides
-  }
-}
-
 }  // namespace
 
-void OrderAgent::register_extension() { engine::CommandAgent::register_extension(kExtensionName, &make_order_agent); }
-
-OrderAgent* OrderAgent::of_current_engine() { return t_current; }
-
-OrderAgent::OrderAgent() = default;
+OrderAgent::OrderAgent(std::unique_ptr<FeedPublishers> feeds) : feeds_(std::move(feeds)) {}
 OrderAgent::~OrderAgent() = default;
 
-void OrderAgent::on_start(engine::AgentContext& context) {
-  context_ = &context;
-  t_current = this;
-}
+void OrderAgent::on_start(engine::AgentContext& context) { context_ = &context; }
 
 void OrderAgent::on_close() {
   // The engine stops: journals are flushed and sessions closed now.
   const std::uint64_t now = engine::monotonic_ns();
   for (auto& [id, s] : services_) s->close(now);
   services_.clear();
-  if (t_current == this) t_current = nullptr;
   context_ = nullptr;
 }
 
@@ -71,8 +45,9 @@ verbs::Result<std::uint32_t> OrderAgent::add_service(verbs::Device& device, Serv
   auto s = OrderService::open(device, std::move(config));
   if (!s.ok()) return s.error();
   if (publisher != 0) {
-    (*s)->set_market_data_sink([publisher](std::uint16_t channel, std::span<const std::uint8_t> m, std::uint64_t t) {
-      return publish_on_feed(publisher, channel, m, t);
+    FeedPublishers* feeds = feeds_.get();
+    (*s)->set_market_data_sink([feeds, publisher](std::uint16_t channel, std::span<const std::uint8_t> m, std::uint64_t t) {
+      return feeds == nullptr ? PublishOutcome::kFailed : feeds->publish(publisher, channel, m, t);
     });
   }
   const std::uint32_t id = next_id_++;
@@ -98,7 +73,7 @@ bool OrderAgent::deliver_order_events(std::uint32_t id, bool on) {
   engine::SpscProducer* ring = context_->from_engine;
   s->set_order_event_sink([ring, id](std::span<const OrderEvent> events) {
     const std::size_t bytes = order_event_record::kHeaderBytes + events.size() * order_event_record::kEventBytes;
-    std::byte* at = ring->claim(engine::record_type::kOrderEvents, static_cast<std::int32_t>(bytes));
+    std::byte* at = ring->claim(order_event_record::kOrderEvents, static_cast<std::int32_t>(bytes));
     if (at == nullptr) return false;  // the ring is full: JS is behind; try again next cycle
     encode_order_events(id, events, engine::monotonic_ns(), reinterpret_cast<std::uint8_t*>(at));
     return true;

@@ -1,17 +1,13 @@
-// The order-entry engine agent (extension "orders"): hosts the order
-// services of one engine and runs their duty cycle (order_service.h) on the
-// engine thread, right after the command agent and the feed agent.
-//
-// Every engine made by the addon hosts one: register_extension() (called by
-// the addon at load) makes it an extension of the command agent. Find it on
-// the engine thread with OrderAgent::of_current_engine(); services are added
-// and removed there (Engine::run_on_engine). Tests may drive an agent by
-// hand (add_service + do_work) without an engine.
+// The order-entry engine agent: hosts the order services of one engine and
+// runs their duty cycle (order_service.h) on the engine thread, right after
+// the feed agent (gateway/engine_agents.h builds and orders them). Services
+// are added and removed on the engine thread (Engine::run_on_engine). Tests
+// may drive an agent by hand (add_service + do_work) without an engine.
 //
 // A service configured with a feed publisher id publishes its trades and book
-// changes through FeedAgent::of_current_engine()->publisher(id) on this same
-// thread; a publisher that is gone (or an engine without a feed agent)
-// counts the events as unpublished.
+// changes through the FeedPublishers the agent was given, on this same
+// thread; a publisher that is gone (or an agent given none) counts the events
+// as unpublished.
 #pragma once
 
 #include <cstdint>
@@ -25,20 +21,19 @@ namespace qpgate::orders {
 
 class OrderAgent final : public engine::Agent {
  public:
-  static constexpr const char* kExtensionName = "orders";
-  // Every engine constructed afterwards hosts an OrderAgent. Idempotent.
-  static void register_extension();
-  // Engine thread: the order agent of the engine running on this thread, if any.
-  static OrderAgent* of_current_engine();
-
-  OrderAgent();
+  // `feeds`: where services with a feed publisher id publish; nullptr: nowhere.
+  explicit OrderAgent(std::unique_ptr<FeedPublishers> feeds = nullptr);
   ~OrderAgent() override;
+  OrderAgent(const OrderAgent&) = delete;
+  OrderAgent& operator=(const OrderAgent&) = delete;
 
-  const char* name() const override { return kExtensionName; }
+  const char* name() const override { return "orders"; }
   void on_start(engine::AgentContext& context) override;
   int do_work(std::uint64_t now_ns) override;
   void on_close() override;
 
+  // Engine thread: whether a service may name this feed publisher.
+  bool has_feed_publisher(std::uint32_t publisher_id) const { return feeds_ != nullptr && feeds_->has_publisher(publisher_id); }
   // Engine thread. Ids are never reused within an agent.
   verbs::Result<std::uint32_t> add_service(verbs::Device& device, ServiceConfig config);
   // Closes (journal flushed, sessions closed) and frees it.
@@ -51,6 +46,7 @@ class OrderAgent final : public engine::Agent {
   std::size_t service_count() const { return services_.size(); }
 
  private:
+  std::unique_ptr<FeedPublishers> feeds_;
   engine::AgentContext* context_ = nullptr;
   std::vector<std::pair<std::uint32_t, std::unique_ptr<OrderService>>> services_;
   std::uint32_t next_id_ = 1;

@@ -52,6 +52,8 @@ struct OrderEvent {
 
 // fromEngine record layout (little-endian): a header, then `count` events.
 namespace order_event_record {
+// The record type (the ring's int32 `type`; src/native/engine.ts has the same number).
+inline constexpr std::int32_t kOrderEvents = 24;
 inline constexpr std::size_t kHeaderBytes = 8;   // u32 service id, u32 count
 inline constexpr std::size_t kEventBytes = 96;  // see encode_order_events() in order_events.cc
 inline constexpr std::size_t kMaxPerRecord = 64;

@@ -1,3 +1,7 @@
+// The OrderHandler's ack path (order_handler.h): construction, the risk
+// words, lookups and the checks that answer each request; the checks shared
+// by NewOrder and Replace are in order_checks.cc, applying what was accepted
+// in order_apply.cc, the journal's replay in order_replay.cc.
 #include "orders/order_handler.h"
 
 #include <algorithm>
@@ -7,35 +11,7 @@
 
 namespace qpgate::orders {
 
-namespace {
-
-// price x quantity, or false on overflow / negative.
-bool notional_of(std::int64_t price, std::int64_t quantity, std::int64_t& out) {
-  return !__builtin_mul_overflow(price, quantity, &out) && out >= 0;
-}
-
-// An order's event with the node's fields; callers adjust what differs.
-OrderEvent event_of(OrderEventKind kind, const OrderNode& n, std::int64_t quantity, std::uint64_t app_seq) {
-  OrderEvent e;
-  e.kind = kind;
-  e.side = n.side;
-  e.time_in_force = n.time_in_force;
-  e.session = n.session;
-  e.instrument_id = n.instrument_id;
-  e.order_id = n.order_id;
-  e.client_order_id = n.client_order_id;
-  e.orig_client_order_id = n.client_order_id;
-  e.account = n.account;
-  e.price = n.price;
-  e.quantity = quantity;
-  e.leaves = n.leaves;
-  e.app_seq = app_seq;
-  return e;
-}
-
-}  // namespace
-
-// ---- construction and replay -------------------------------------------------
+// ---- construction -------------------------------------------------
 
 OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key)
     : pool_(config.order_capacity),
@@ -55,6 +31,16 @@ OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key
 
 OrderHandler::~OrderHandler() = default;
 
+bool OrderHandler::dedupe_key_of(const HandlerConfig& config, SipKey& key, std::string& error) {
+  if (config.dedupe_key) {
+    key = *config.dedupe_key;
+    return true;
+  }
+  if (random_sip_key(key)) return true;
+  error = "no random key for the duplicate table: getrandom failed";
+  return false;
+}
+
 std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, std::string& error) {
   for (const InstrumentConfig& ic : config.instruments) {
     const BookConfig& b = ic.book;
@@ -66,12 +52,7 @@ std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, st
     }
   }
   SipKey key;
-  if (config.dedupe_key) {
-    key = *config.dedupe_key;
-  } else if (!random_sip_key(key)) {
-    error = "no random key for the duplicate table: getrandom failed";
-    return nullptr;
-  }
+  if (!dedupe_key_of(config, key, error)) return nullptr;
   std::unique_ptr<OrderHandler> h{new OrderHandler(config, key)};
   OrderHandler* raw = h.get();
   h->journal_ = Journal::open(
@@ -86,128 +67,31 @@ std::unique_ptr<OrderHandler> OrderHandler::open(const HandlerConfig& config, st
   return h;
 }
 
-namespace {
-template <typename Record>
-bool read_record(std::span<const std::uint8_t> payload, Record& r, std::string& error) {
-  if (payload.size() != sizeof(Record)) {
-    error = "payload of " + std::to_string(payload.size()) + " bytes, expected " + std::to_string(sizeof(Record));
-    return false;
-  }
-  std::memcpy(&r, payload.data(), sizeof r);
-  return true;
-}
-}  // namespace
-
-bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payload, std::string& error) {
-  replay_out_.clear();
-  // Replay remembers every id the journal has (the per-session share is a
-  // limit on new requests, not on history), but only as many as fit.
-  auto room = [&] {
-    if (!dedupe_.full()) return true;
-    error = "the journal holds more client order ids than orders.clientOrderIdCapacity (" +
-            std::to_string(dedupe_.capacity()) + ")";
-    return false;
-  };
-  auto expect_seq = [&](std::uint32_t sid, std::uint64_t app_seq) {
-    const std::uint64_t next = session(sid).last_app_seq + 1;
-    if (app_seq == next) return true;
-    error = "session " + std::to_string(sid) + ": app_seq " + std::to_string(app_seq) +
-            " in the journal, replay reached " + std::to_string(next) +
-            " (the instruments or self-match policy changed since it was written, or the journal belongs to "
-            "another gateway)";
-    return false;
-  };
-  switch (static_cast<RecordType>(type)) {
-    case RecordType::kNewOrder: {
-      NewOrderRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
-      if (r.order_id != next_order_id_ + 1) {
-        error = "order id " + std::to_string(r.order_id) + " in the journal, replay reached " +
-                std::to_string(next_order_id_ + 1);
-        return false;
-      }
-      if (instrument(r.instrument_id) == nullptr || risk_.find(r.account) == nullptr) {
-        error = "instrument " + std::to_string(r.instrument_id) + " or account " + std::to_string(r.account) +
-                " is not configured";
-        return false;
-      }
-      if (pool_.in_use() == pool_.capacity()) {
-        error = "order_capacity is too small for the orders open in the journal";
-        return false;
-      }
-      apply_new_order(r, replay_out_);
-      return true;
-    }
-    case RecordType::kCancel: {
-      CancelRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
-      if (open_order(r.session, r.orig_client_order_id, r.instrument_id) == kNoSlot) {
-        error = std::string{"cancel of an order that is not open: "} + text_;
-        return false;
-      }
-      apply_cancel(r, replay_out_);
-      return true;
-    }
-    case RecordType::kReplace: {
-      ReplaceRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq) || !room()) return false;
-      Instrument* ins = instrument(r.instrument_id);
-      if (open_order(r.session, r.orig_client_order_id, r.instrument_id) == kNoSlot || ins == nullptr ||
-          !ins->book.price_in_band(r.price)) {
-        error = std::string{"replace of an order that is not open or to a price outside the band: "} + text_;
-        return false;
-      }
-      apply_replace(r, replay_out_);
-      return true;
-    }
-    case RecordType::kReject: {
-      RejectRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.app_seq)) return false;
-      if (r.client_order_id != 0 && !room()) return false;
-      if (r.client_order_id != 0 && dedupe_.find(r.session, r.client_order_id) != nullptr) {
-        error = "reject of client_order_id " + std::to_string(r.client_order_id) + " that was already answered";
-        return false;
-      }
-      apply_reject(r, "", replay_out_);
-      return true;
-    }
-    case RecordType::kCancelSession: {
-      CancelSessionRecord r{};
-      if (!read_record(payload, r, error) || !expect_seq(r.session, r.next_app_seq)) return false;
-      apply_cancel_session(r, replay_out_);
-      return true;
-    }
-    case RecordType::kRiskWords: {
-      RiskWordsRecord r{};
-      if (!read_record(payload, r, error)) return false;
-      replay_risk_words(r);
-      return true;
-    }
-  }
-  error = "unknown record type " + std::to_string(type);
-  return false;
-}
-
-void OrderHandler::replay_risk_words(const RiskWordsRecord& r) {
-  const auto it = journaled_risk_.find(r.account);
-  // An account no longer configured cannot trade: its words have nowhere to
-  // go. (Its records stay in the journal and apply again if it comes back.)
-  if (it == journaled_risk_.end()) return;
-  it->second.region->restore_remote_words(r.credit_limit, r.kill_switch);
-  it->second.words = RiskWords{r.credit_limit, r.kill_switch};
-  counters_.risk_words_restored.add();
-}
-
 // ---- risk words ----------------------------------------------------------------
 
 std::optional<OrderHandler::RiskWords> OrderHandler::settle_risk_words(JournaledRisk& account, std::uint64_t now_ns) {
   const RiskWords seen{account.region->credit_limit(), account.region->kill_switch()};
   if (seen == account.words) return seen;
   const RiskWordsRecord r{account.region->account(), seen.credit_limit, seen.kill_switch};
-  if (journal(RecordType::kRiskWords, r, now_ns) == 0) return std::nullopt;
+  const std::uint64_t end = journal(RecordType::kRiskWords, r, now_ns);
+  if (end == 0) return std::nullopt;
   counters_.risk_word_records.add();
   account.words = seen;
+  if (account.durable_at == 0) ++risk_not_durable_;
+  account.durable_at = end;
+  publish_durable_risk_words();  // under fsync every, it may be durable already
   return seen;
+}
+
+void OrderHandler::publish_durable_risk_words() noexcept {
+  if (risk_not_durable_ == 0) return;
+  const std::uint64_t durable = journal_->durable_position();
+  for (auto& [id, account] : journaled_risk_) {
+    if (account.durable_at == 0 || account.durable_at > durable) continue;
+    account.region->set_durable(account.words.credit_limit, account.words.kill_switch);
+    account.durable_at = 0;
+    --risk_not_durable_;
+  }
 }
 
 std::size_t OrderHandler::journal_risk_words(std::uint64_t now_ns) {
@@ -246,6 +130,25 @@ OrderHandler::Instrument* OrderHandler::instrument(std::uint32_t id) noexcept {
   return it == by_id_.end() ? nullptr : it->second;
 }
 
+OrderHandler::Instrument* OrderHandler::entry_instrument(const Session& s, std::uint32_t instrument_id,
+                                                         RejectReason& refused) {
+  if (!s.configured) {
+    say("session %u is not configured for order entry", s.id);
+    refused = RejectReason::kNotEntitled;
+    return nullptr;
+  }
+  Instrument* ins = instrument(instrument_id);
+  if (ins == nullptr) {
+    say("instrument %u is not traded on this gateway", instrument_id);
+    refused = RejectReason::kUnknownInstrument;
+  }
+  return ins;
+}
+
+CheckedInstrument OrderHandler::checked(const Instrument& ins) noexcept {
+  return CheckedInstrument{ins.book, ins.collar, ins.config.max_quantity};
+}
+
 const OrderBook* OrderHandler::book(std::uint32_t instrument_id) const noexcept {
   const auto it = by_id_.find(instrument_id);
   return it == by_id_.end() ? nullptr : &it->second->book;
@@ -263,7 +166,7 @@ bool OrderHandler::entitled(const Session& s, std::uint64_t account) const noexc
 void OrderHandler::say(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  std::vsnprintf(text_, sizeof text_, format, args);
+  std::vsnprintf(text_.bytes, sizeof text_.bytes, format, args);
   va_end(args);
 }
 
@@ -306,8 +209,8 @@ void OrderHandler::on_message(std::uint32_t session_id, std::span<const std::uin
   const DecodeResult decoded = decode(bytes, message);
   if (!decoded.ok()) {
     counters_.decode_errors[static_cast<std::size_t>(decoded.error)].add();
-    std::memcpy(text_, decoded.message, std::min(sizeof text_, sizeof decoded.message));
-    text_[sizeof text_ - 1] = '\0';
+    std::memcpy(text_.bytes, decoded.message, std::min(sizeof text_.bytes, sizeof decoded.message));
+    text_.bytes[sizeof text_.bytes - 1] = '\0';
     reject(s, decoded.client_order_id, RejectReason::kMalformed, now_ns, out, Charge::kTakeToken);
     return;
   }
@@ -362,12 +265,12 @@ void OrderHandler::reject(Session& s, std::uint64_t client_order_id, RejectReaso
   if (at == 0) return refuse_journal_failure(s, client_order_id, out);
   counters_.rejects[static_cast<std::size_t>(reason)].add();
   out.require_durable(at);
-  apply_reject(r, text_, out);
+  apply_reject(r, text_.c_str(), out);
 }
 
 void OrderHandler::refuse(Session& s, std::uint64_t client_order_id, RejectReason reason, OutBuffer& out) {
   counters_.rejects[static_cast<std::size_t>(reason)].add();
-  out.add(s.id, 0, Reject{0, client_order_id, reason, text_, false});
+  out.add(s.id, 0, Reject{0, client_order_id, reason, text_.c_str(), false});
 }
 
 void OrderHandler::refuse_journal_failure(Session& s, std::uint64_t client_order_id, OutBuffer& out) {
@@ -430,7 +333,7 @@ void OrderHandler::resend(Session& s, const DedupeEntry& e, OutBuffer& out) {
       say("resent: the first answer to client_order_id %llu was %.*s",
           static_cast<unsigned long long>(e.client_order_id), static_cast<int>(name_of(e.reason).size()),
           name_of(e.reason).data());
-      out.add(s.id, e.app_seq, Reject{e.app_seq, e.client_order_id, e.reason, text_, true});
+      out.add(s.id, e.app_seq, Reject{e.app_seq, e.client_order_id, e.reason, text_.c_str(), true});
       break;
     case ResponseKind::kCancelAck:
       out.add(s.id, e.app_seq,
@@ -452,16 +355,9 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
   if (!admit(s, o.client_order_id, now_ns, out)) return;
   auto no = [&](RejectReason reason) { reject(s, o.client_order_id, reason, now_ns, out); };
   using ull = unsigned long long;
-  using ll = long long;
-  if (!s.configured) {
-    say("session %u is not configured for order entry", s.id);
-    return no(RejectReason::kNotEntitled);
-  }
-  Instrument* ins = instrument(o.instrument_id);
-  if (ins == nullptr) {
-    say("instrument %u is not traded on this gateway", o.instrument_id);
-    return no(RejectReason::kUnknownInstrument);
-  }
+  RejectReason refused = kPasses;
+  Instrument* ins = entry_instrument(s, o.instrument_id, refused);
+  if (ins == nullptr) return no(refused);
   RiskRegion* account = risk_.find(o.account);
   if (account == nullptr) {
     say("account %llu is not known to this gateway", static_cast<ull>(o.account));
@@ -471,42 +367,15 @@ void OrderHandler::on_new_order(Session& s, const NewOrder& o, std::uint64_t now
     say("session %u may not trade account %llu", s.id, static_cast<ull>(o.account));
     return no(RejectReason::kNotEntitled);
   }
-  const BookConfig& bc = ins->book.config();
-  if (!ins->book.price_in_band(o.price)) {
-    say("price %lld is not a multiple of tick %lld within [%lld, %lld]", static_cast<ll>(o.price),
-        static_cast<ll>(bc.tick_size), static_cast<ll>(bc.min_price), static_cast<ll>(bc.max_price));
-    return no(RejectReason::kInvalidPrice);
-  }
+  const OrderTerms terms{o.account, o.side, o.price, o.quantity};
   std::int64_t notional = 0;
-  if (o.quantity <= 0 || o.quantity > ins->config.max_quantity || !notional_of(o.price, o.quantity, notional)) {
-    say("quantity %lld is not in 1..%lld", static_cast<ll>(o.quantity), static_cast<ll>(ins->config.max_quantity));
-    return no(RejectReason::kInvalidQuantity);
-  }
+  if (const RejectReason r = check_shape(checked(*ins), terms, notional, text_); r != kPasses) return no(r);
   // The checks use the journaled snapshot, not the live words (see the header).
   const std::optional<RiskWords> words = settle_risk_words(journaled_risk(o.account), now_ns);
   if (!words) return refuse_journal_failure(s, o.client_order_id, out);
-  if (words->kill_switch != 0) {
-    say("account %llu: kill switch is set", static_cast<ull>(o.account));
-    return no(RejectReason::kKillSwitch);
-  }
-  const std::uint64_t open = account->open_notional();
-  const std::uint64_t limit = words->credit_limit;
-  if (open + static_cast<std::uint64_t>(notional) > limit || open + static_cast<std::uint64_t>(notional) < open) {
-    say("account %llu: open notional %llu + order notional %lld exceeds credit limit %llu", static_cast<ull>(o.account),
-        static_cast<ull>(open), static_cast<ll>(notional), static_cast<ull>(limit));
-    return no(RejectReason::kCreditLimit);
-  }
-  const bool buy = o.side == Side::kBuy;
-  if (!ins->collar.allows(buy, o.price)) {
-    const CollarBounds b = ins->collar.bounds();
-    say("%s price %lld is %s the collar bound %lld (reference %lld)", buy ? "buy" : "sell", static_cast<ll>(o.price),
-        buy ? "above" : "below", static_cast<ll>(buy ? b.upper : b.lower), static_cast<ll>(ins->collar.reference()));
-    return no(RejectReason::kPriceCollar);
-  }
-  if (bc.self_match == SelfMatchPolicy::kCancelNewest && ins->book.would_self_match_first(o.side, o.price, o.account)) {
-    say("would trade first against account %llu's own resting order", static_cast<ull>(o.account));
-    return no(RejectReason::kSelfMatch);
-  }
+  const RiskView risk{words->kill_switch, words->credit_limit, account->open_notional()};
+  if (const RejectReason r = check_risk(terms, risk, notional, text_); r != kPasses) return no(r);
+  if (const RejectReason r = check_book(checked(*ins), terms, true, text_); r != kPasses) return no(r);
   if (pool_.in_use() == pool_.capacity()) {
     say("no room for another open order (%u open)", pool_.capacity());
     return no(RejectReason::kBookFull);
@@ -534,14 +403,8 @@ void OrderHandler::on_cancel(Session& s, const Cancel& c, std::uint64_t now_ns, 
   // A valid Cancel is not throttled nor stopped by the kill switch (pulling
   // orders is always allowed); a rejected one takes a token.
   auto no = [&](RejectReason reason) { reject(s, c.client_order_id, reason, now_ns, out, Charge::kTakeToken); };
-  if (!s.configured) {
-    say("session %u is not configured for order entry", s.id);
-    return no(RejectReason::kNotEntitled);
-  }
-  if (instrument(c.instrument_id) == nullptr) {
-    say("instrument %u is not traded on this gateway", c.instrument_id);
-    return no(RejectReason::kUnknownInstrument);
-  }
+  RejectReason refused = kPasses;
+  if (entry_instrument(s, c.instrument_id, refused) == nullptr) return no(refused);
   if (open_order(s.id, c.orig_client_order_id, c.instrument_id) == kNoSlot) return no(RejectReason::kUnknownOrder);
   CancelRecord r{};
   r.app_seq = s.last_app_seq + 1;
@@ -559,57 +422,21 @@ void OrderHandler::on_replace(Session& s, const Replace& rp, std::uint64_t now_n
   if (const DedupeEntry* e = dedupe_.find(s.id, rp.client_order_id)) return resend(s, *e, out);
   if (!admit(s, rp.client_order_id, now_ns, out)) return;
   auto no = [&](RejectReason reason) { reject(s, rp.client_order_id, reason, now_ns, out); };
-  using ull = unsigned long long;
-  using ll = long long;
-  if (!s.configured) {
-    say("session %u is not configured for order entry", s.id);
-    return no(RejectReason::kNotEntitled);
-  }
-  Instrument* ins = instrument(rp.instrument_id);
-  if (ins == nullptr) {
-    say("instrument %u is not traded on this gateway", rp.instrument_id);
-    return no(RejectReason::kUnknownInstrument);
-  }
+  RejectReason refused = kPasses;
+  Instrument* ins = entry_instrument(s, rp.instrument_id, refused);
+  if (ins == nullptr) return no(refused);
   const std::uint32_t slot = open_order(s.id, rp.orig_client_order_id, rp.instrument_id);
   if (slot == kNoSlot) return no(RejectReason::kUnknownOrder);
   const OrderNode& n = pool_[slot];
   RiskRegion* account = risk_.find(n.account);
-  const BookConfig& bc = ins->book.config();
-  if (!ins->book.price_in_band(rp.price)) {
-    say("price %lld is not a multiple of tick %lld within [%lld, %lld]", static_cast<ll>(rp.price),
-        static_cast<ll>(bc.tick_size), static_cast<ll>(bc.min_price), static_cast<ll>(bc.max_price));
-    return no(RejectReason::kInvalidPrice);
-  }
+  const OrderTerms terms{n.account, n.side, rp.price, rp.quantity};
   std::int64_t notional = 0;
-  if (rp.quantity <= 0 || rp.quantity > ins->config.max_quantity || !notional_of(rp.price, rp.quantity, notional)) {
-    say("quantity %lld is not in 1..%lld", static_cast<ll>(rp.quantity), static_cast<ll>(ins->config.max_quantity));
-    return no(RejectReason::kInvalidQuantity);
-  }
+  if (const RejectReason r = check_shape(checked(*ins), terms, notional, text_); r != kPasses) return no(r);
   const std::optional<RiskWords> words = settle_risk_words(journaled_risk(n.account), now_ns);
   if (!words) return refuse_journal_failure(s, rp.client_order_id, out);
-  if (words->kill_switch != 0) {
-    say("account %llu: kill switch is set", static_cast<ull>(n.account));
-    return no(RejectReason::kKillSwitch);
-  }
-  const std::int64_t delta = notional - n.price * n.leaves;
-  const std::uint64_t open = account->open_notional();
-  if (delta > 0 && open + static_cast<std::uint64_t>(delta) > words->credit_limit) {
-    say("account %llu: open notional %llu + %lld more exceeds credit limit %llu", static_cast<ull>(n.account),
-        static_cast<ull>(open), static_cast<ll>(delta), static_cast<ull>(words->credit_limit));
-    return no(RejectReason::kCreditLimit);
-  }
-  const bool buy = n.side == Side::kBuy;
-  if (rp.price != n.price && !ins->collar.allows(buy, rp.price)) {
-    const CollarBounds b = ins->collar.bounds();
-    say("%s price %lld is %s the collar bound %lld (reference %lld)", buy ? "buy" : "sell", static_cast<ll>(rp.price),
-        buy ? "above" : "below", static_cast<ll>(buy ? b.upper : b.lower), static_cast<ll>(ins->collar.reference()));
-    return no(RejectReason::kPriceCollar);
-  }
-  if (rp.price != n.price && bc.self_match == SelfMatchPolicy::kCancelNewest &&
-      ins->book.would_self_match_first(n.side, rp.price, n.account)) {
-    say("would trade first against account %llu's own resting order", static_cast<ull>(n.account));
-    return no(RejectReason::kSelfMatch);
-  }
+  const RiskView risk{words->kill_switch, words->credit_limit, account->open_notional()};
+  if (const RejectReason r = check_risk(terms, risk, notional - n.price * n.leaves, text_); r != kPasses) return no(r);
+  if (const RejectReason r = check_book(checked(*ins), terms, rp.price != n.price, text_); r != kPasses) return no(r);
   ReplaceRecord r{};
   r.app_seq = s.last_app_seq + 1;
   r.client_order_id = rp.client_order_id;
@@ -639,212 +466,5 @@ void OrderHandler::on_disconnect(std::uint32_t session_id, std::uint64_t now_ns,
   out.require_durable(at);
   apply_cancel_session(r, out);
 }
-
-// ---- applying accepted inputs (live and replay) --------------------------------
-
-void OrderHandler::apply_new_order(const NewOrderRecord& r, OutBuffer& out) {
-  out_ = &out;
-  Session& s = session(r.session);
-  current_ = instrument(r.instrument_id);
-  const std::uint64_t seq = ++s.last_app_seq;
-  const std::uint64_t order_id = ++next_order_id_;
-  const std::uint32_t slot = pool_.allocate();
-  OrderNode& n = pool_[slot];
-  n.order_id = order_id;
-  n.client_order_id = r.client_order_id;
-  n.account = r.account;
-  n.price = r.price;
-  n.leaves = r.quantity;
-  n.session = r.session;
-  n.instrument_id = r.instrument_id;
-  n.side = static_cast<Side>(r.side);
-  n.time_in_force = static_cast<TimeInForce>(r.time_in_force);
-
-  DedupeEntry& e = remember(s, r.client_order_id);
-  e.kind = ResponseKind::kAck;
-  e.app_seq = seq;
-  e.order_id = order_id;
-  e.slot = slot;
-  out.add(s.id, seq, Ack{seq, r.client_order_id, order_id, false});
-  out.add_order_event(event_of(OrderEventKind::kAccepted, n, r.quantity, seq));
-  counters_.acks.add();
-  risk_.find(r.account)->local_update(0, r.price * r.quantity, 1, 0);
-
-  const MatchOutcome m = current_->book.add(slot, *this);
-  if (m.rested) {
-    link_open(slot);
-  } else {
-    finish(slot, m, false);
-  }
-  out_ = nullptr;
-}
-
-void OrderHandler::apply_cancel(const CancelRecord& r, OutBuffer& out) {
-  out_ = &out;
-  Session& s = session(r.session);
-  current_ = instrument(r.instrument_id);
-  const std::uint32_t slot = open_order(r.session, r.orig_client_order_id, r.instrument_id);
-  const std::uint64_t seq = ++s.last_app_seq;
-  const std::int64_t cancelled = current_->book.cancel(slot, *this);
-  const OrderNode& n = pool_[slot];
-  DedupeEntry& e = remember(s, r.client_order_id);
-  e.kind = ResponseKind::kCancelAck;
-  e.app_seq = seq;
-  e.order_id = n.order_id;
-  e.orig_client_order_id = r.orig_client_order_id;
-  e.quantity = cancelled;
-  out.add(s.id, seq,
-          CancelAck{seq, r.client_order_id, r.orig_client_order_id, n.order_id, CancelReason::kRequested, cancelled, false});
-  OrderEvent cancel_event = event_of(OrderEventKind::kCancelled, n, cancelled, seq);
-  cancel_event.client_order_id = r.client_order_id;
-  cancel_event.cancel_reason = CancelReason::kRequested;
-  cancel_event.leaves = 0;
-  out.add_order_event(cancel_event);
-  counters_.cancel_acks.add();
-  risk_.find(n.account)->local_update(0, -(n.price * cancelled), -1, 0);
-  unlink_open(slot);
-  pool_.release(slot);
-  out_ = nullptr;
-}
-
-void OrderHandler::apply_replace(const ReplaceRecord& r, OutBuffer& out) {
-  out_ = &out;
-  Session& s = session(r.session);
-  current_ = instrument(r.instrument_id);
-  const std::uint32_t slot = open_order(r.session, r.orig_client_order_id, r.instrument_id);
-  OrderNode& n = pool_[slot];
-  const std::uint64_t seq = ++s.last_app_seq;
-  const bool keeps = r.price == n.price && r.quantity <= n.leaves;
-  DedupeEntry& e = remember(s, r.client_order_id);
-  e.kind = ResponseKind::kReplaceAck;
-  e.app_seq = seq;
-  e.order_id = n.order_id;
-  e.orig_client_order_id = r.orig_client_order_id;
-  e.price = r.price;
-  e.quantity = r.quantity;
-  e.priority_kept = keeps;
-  out.add(s.id, seq,
-          ReplaceAck{seq, r.client_order_id, r.orig_client_order_id, n.order_id, r.price, r.quantity, keeps, false});
-  OrderEvent replace_event = event_of(OrderEventKind::kReplaced, n, r.quantity, seq);
-  replace_event.client_order_id = r.client_order_id;
-  replace_event.price = r.price;
-  replace_event.leaves = r.quantity;
-  out.add_order_event(replace_event);
-  counters_.replace_acks.add();
-  risk_.find(n.account)->local_update(0, r.price * r.quantity - n.price * n.leaves, 0, 0);
-  bool priority_kept = false;
-  const MatchOutcome m = current_->book.replace(slot, r.price, r.quantity, priority_kept, *this);
-  if (!m.rested) finish(slot, m, true);
-  out_ = nullptr;
-}
-
-void OrderHandler::apply_cancel_session(const CancelSessionRecord& r, OutBuffer& out) {
-  out_ = &out;
-  Session& s = session(r.session);
-  while (s.open_head != kNoSlot) {
-    const std::uint32_t slot = s.open_head;
-    const OrderNode& n = pool_[slot];
-    current_ = instrument(n.instrument_id);
-    const std::int64_t cancelled = current_->book.cancel(slot, *this);
-    cancel_unsolicited(n, cancelled, CancelReason::kDisconnect);
-    risk_.find(n.account)->local_update(0, -(n.price * cancelled), -1, 0);
-    unlink_open(slot);
-    pool_.release(slot);
-  }
-  out_ = nullptr;
-}
-
-void OrderHandler::cancel_unsolicited(const OrderNode& n, std::int64_t quantity, CancelReason reason) {
-  Session& s = session(n.session);
-  const std::uint64_t seq = ++s.last_app_seq;
-  out_->add(s.id, seq, CancelAck{seq, n.client_order_id, n.client_order_id, n.order_id, reason, quantity, false});
-  OrderEvent e = event_of(OrderEventKind::kCancelled, n, quantity, seq);
-  e.cancel_reason = reason;
-  e.leaves = 0;
-  out_->add_order_event(e);
-  counters_.unsolicited_cancels.add();
-}
-
-void OrderHandler::finish(std::uint32_t slot, const MatchOutcome& m, bool linked) {
-  const OrderNode& n = pool_[slot];
-  RiskRegion* account = risk_.find(n.account);
-  if (m.unmatched > 0) {
-    cancel_unsolicited(n, m.unmatched,
-                       m.self_match_cancelled ? CancelReason::kSelfMatch : CancelReason::kIocRemainder);
-    account->local_update(0, -(n.price * m.unmatched), -1, 0);
-  } else {
-    account->local_update(0, 0, -1, 0);
-  }
-  if (linked) unlink_open(slot);
-  pool_.release(slot);
-}
-
-void OrderHandler::link_open(std::uint32_t slot) {
-  OrderNode& n = pool_[slot];
-  Session& s = session(n.session);
-  n.session_prev = s.open_tail;
-  n.session_next = kNoSlot;
-  if (s.open_tail != kNoSlot) {
-    pool_[s.open_tail].session_next = slot;
-  } else {
-    s.open_head = slot;
-  }
-  s.open_tail = slot;
-}
-
-void OrderHandler::unlink_open(std::uint32_t slot) {
-  OrderNode& n = pool_[slot];
-  Session& s = session(n.session);
-  if (n.session_prev != kNoSlot) {
-    pool_[n.session_prev].session_next = n.session_next;
-  } else {
-    s.open_head = n.session_next;
-  }
-  if (n.session_next != kNoSlot) {
-    pool_[n.session_next].session_prev = n.session_prev;
-  } else {
-    s.open_tail = n.session_prev;
-  }
-  n.session_prev = n.session_next = kNoSlot;
-}
-
-// ---- BookListener ----------------------------------------------------------------
-
-void OrderHandler::on_trade(const OrderNode& aggressor, const OrderNode& resting, std::int64_t price,
-                            std::int64_t quantity) {
-  const std::uint64_t trade_id = ++next_trade_id_;
-  counters_.trades.add();
-  for (const OrderNode* n : {&aggressor, &resting}) {
-    Session& s = session(n->session);
-    const std::uint64_t seq = ++s.last_app_seq;
-    const Liquidity liquidity = n == &aggressor ? Liquidity::kTaker : Liquidity::kMaker;
-    out_->add(s.id, seq,
-              Fill{seq, n->client_order_id, n->order_id, n->instrument_id, n->side, price, quantity, n->leaves, trade_id,
-                   liquidity});
-    OrderEvent e = event_of(OrderEventKind::kFilled, *n, quantity, seq);
-    e.price = price;
-    e.trade_id = trade_id;
-    out_->add_order_event(e);
-    counters_.fills.add();
-    const std::int64_t signed_qty = n->side == Side::kBuy ? quantity : -quantity;
-    risk_.find(n->account)->local_update(signed_qty, -(n->price * quantity), 0,
-                                         static_cast<std::uint64_t>(price * quantity));
-  }
-  out_->add_trade(TradeEvent{aggressor.instrument_id, trade_id, price, quantity, aggressor.side});
-  current_->collar.on_trade(price);
-}
-
-void OrderHandler::on_self_match_cancel(const OrderNode& resting, std::int64_t cancelled) {
-  cancel_unsolicited(resting, cancelled, CancelReason::kSelfMatch);
-  risk_.find(resting.account)->local_update(0, -(resting.price * cancelled), -1, 0);
-  unlink_open(static_cast<std::uint32_t>(&resting - &pool_[0]));
-}
-
-void OrderHandler::on_resting_done(const OrderNode& resting) {
-  risk_.find(resting.account)->local_update(0, 0, -1, 0);
-  unlink_open(static_cast<std::uint32_t>(&resting - &pool_[0]));
-}
-
-void OrderHandler::on_level(const LevelChange& change) { out_->add_level(change); }
 
 }  // namespace qpgate::orders

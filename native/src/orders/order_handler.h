@@ -56,6 +56,7 @@
 #include "orders/handler_counters.h"
 #include "orders/journal.h"
 #include "orders/order_book.h"
+#include "orders/order_checks.h"
 #include "orders/order_pool.h"
 #include "orders/out_buffer.h"
 #include "orders/records.h"
@@ -106,6 +107,17 @@ class OrderHandler final : private BookListener {
   static std::unique_ptr<OrderHandler> open(const HandlerConfig& config, std::string& error);
   ~OrderHandler() override;
 
+  // Replays the journal's records up to `end` (the live journal's
+  // written_position()) through a handler of its own built from `config`,
+  // handing each record's messages to `visit` as on_replayed gets them at
+  // open (Reject texts empty; feed events must not be published). The
+  // session service rebuilds from it what a session whose resend store was
+  // freed may ask to have resent (resend_rebuilder.h). False + `error` if the
+  // file cannot be read back, or when `visit` returns false (it stops there).
+  // Any thread: it shares nothing with the live handler but the file.
+  static bool replay_messages(const HandlerConfig& config, std::uint64_t end,
+                              const std::function<bool(const OutBuffer&)>& visit, std::string& error);
+
   // One SEND received from `session`.
   void on_message(std::uint32_t session, std::span<const std::uint8_t> bytes, std::uint64_t now_ns, OutBuffer& out);
   // The session's RC connection is gone: cancel its open orders if configured.
@@ -114,8 +126,20 @@ class OrderHandler final : private BookListener {
   void configure_session(const SessionConfig& config);
 
   // Group commit; call once per duty cycle. True if it made records durable.
-  bool poll(std::uint64_t now_ns) { return journal_->poll(now_ns); }
-  bool flush() { return journal_->sync(); }
+  // Risk words whose record became durable are stored in the accounts'
+  // durable_* local words (risk_region.h).
+  bool poll(std::uint64_t now_ns) {
+    const bool advanced = journal_->poll(now_ns);
+    publish_durable_risk_words();
+    return advanced;
+  }
+  bool flush() {
+    const bool ok = journal_->sync();
+    publish_durable_risk_words();
+    return ok;
+  }
+  // The journal file then holds every record appended (Journal::write_out).
+  bool write_out() { return journal_->write_out(); }
 
   // The remote-owned words of an account as last journaled (or, with no
   // record yet, as configured).
@@ -160,9 +184,16 @@ class OrderHandler final : private BookListener {
   };
 
   OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key);
+  // The configured key, else a random one (false + `error` if getrandom failed).
+  static bool dedupe_key_of(const HandlerConfig& config, SipKey& key, std::string& error);
 
   Session& session(std::uint32_t id);
   Instrument* instrument(std::uint32_t id) noexcept;
+  // The instrument of an order entry request, or nullptr when the session is
+  // not configured for order entry or the instrument is not traded here
+  // (`refused` says which, text_ why).
+  Instrument* entry_instrument(const Session& s, std::uint32_t instrument_id, RejectReason& refused);
+  static CheckedInstrument checked(const Instrument& ins) noexcept;
   bool entitled(const Session& s, std::uint64_t account) const noexcept;
   // The pool slot of the session's open order `client_order_id`, or kNoSlot
   // with the reason in text_.
@@ -195,7 +226,10 @@ class OrderHandler final : private BookListener {
   struct JournaledRisk {
     RiskRegion* region = nullptr;
     RiskWords words;  // what the journal holds (or the configuration, before any record)
+    std::uint64_t durable_at = 0;  // the end of its last record while not yet durable, else 0
   };
+  // Stores in the accounts' durable_* words the values whose record is now durable.
+  void publish_durable_risk_words() noexcept;
   // Loads the account's remote-owned words once, journals them if they
   // changed, and returns that snapshot for the order checks to use. nullopt:
   // the journal failed.
@@ -232,6 +266,7 @@ class OrderHandler final : private BookListener {
   std::unordered_map<std::uint32_t, Session> sessions_;
   RiskRegistry risk_;
   std::unordered_map<std::uint64_t, JournaledRisk> journaled_risk_;  // by account, one per region
+  std::size_t risk_not_durable_ = 0;  // accounts whose durable_at is set
   DedupeTable dedupe_;
   std::size_t max_ids_per_session_;
   std::unique_ptr<Journal> journal_;
@@ -241,7 +276,7 @@ class OrderHandler final : private BookListener {
   OutBuffer* out_ = nullptr;          // during one input: where callbacks write
   Instrument* current_ = nullptr;
   OutBuffer replay_out_;
-  char text_[kMaxRejectTextBytes] = {};
+  RejectText text_;
 };
 
 }  // namespace qpgate::orders

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "engine/clock.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::orders {
 
@@ -42,65 +43,99 @@ std::string validate(const ServiceConfig& c) {
   return "";
 }
 
-namespace {
-
-// The GID the gateway's sessions leave from: the configured index, else the
-// first IPv4-mapped entry (RoCEv2 over IPv4), else the first set entry.
-verbs::Result<std::pair<verbs::Gid, std::uint8_t>> choose_gid(verbs::Device& device, int index) {
-  auto table = device.query_gid_table(1);
-  if (!table.ok()) return table.error();
-  const std::vector<verbs::Gid>& gids = *table;
-  if (index >= 0) {
-    if (static_cast<std::size_t>(index) >= gids.size() || gids[static_cast<std::size_t>(index)].is_zero()) {
-      return verbs::Error{EINVAL, "GID index " + std::to_string(index) + " is not set on port 1"};
-    }
-    return std::pair{gids[static_cast<std::size_t>(index)], static_cast<std::uint8_t>(index)};
-  }
-  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
-    if (gids[i].is_ipv4_mapped()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
-  }
-  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
-    if (!gids[i].is_zero()) return std::pair{gids[i], static_cast<std::uint8_t>(i)};
-  }
-  return verbs::Error{ENODEV, "port 1 has no GID"};
-}
-
-}  // namespace
-
 OrderService::OrderService(verbs::Device& device, ServiceConfig config)
     : device_(device), config_(std::move(config)), market_data_(config_.feeds) {}
 
 verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& device, ServiceConfig config) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, e};
   std::unique_ptr<OrderService> s{new OrderService(device, std::move(config))};
-  auto gid = choose_gid(device, s->config_.gid_index);
+  auto gid = verbs::choose_source_gid(device, s->config_.gid_index);
   if (!gid.ok()) return gid.error();
-  s->gid_ = gid->first;
-  s->gid_index_ = gid->second;
+  s->gid_ = gid->gid;
+  s->gid_index_ = gid->index;
   if (auto port = device.query_port(1); port.ok()) s->port_mtu_ = port->active_mtu;
 
   HandlerConfig hc = s->config_.handler;
   hc.sessions.clear();
   // The engine thread never waits on the disk: fdatasync (interval/every) runs on the journal's own thread.
   hc.journal.sync_thread = true;
-  OrderService* raw = s.get();
-  hc.on_replayed = [raw](const OutBuffer& out) {
-    for (const OutMessage& m : out.messages()) {
-      if (m.app_seq != 0) raw->store(m.session).put(m.app_seq, out.bytes_of(m));
-    }
-  };
+  // No resend store is built at start: every session is closed until it reconnects (queue_welcome).
+  hc.on_replayed = {};
+  s->config_.handler = hc;
   std::string error;
   s->handler_ = OrderHandler::open(hc, error);
   if (!s->handler_) return verbs::Error{EINVAL, "journal " + s->config_.handler.journal.path + ": " + error};
+  s->rebuilder_ = std::make_unique<ResendRebuilder>(hc, s->config_.resend_capacity);
   return s;
 }
 
 OrderService::~OrderService() { close(engine::monotonic_ns()); }
 
-ResendStore& OrderService::store(std::uint32_t session) {
-  auto& p = stores_[session];
-  if (!p) p = std::make_unique<ResendStore>(config_.resend_capacity);
-  return *p;
+ResendStore* OrderService::find_store(std::uint32_t session) const noexcept {
+  const auto it = stores_.find(session);
+  return it == stores_.end() ? nullptr : it->second.get();
+}
+
+void OrderService::ask_rebuild(RcSession& s, std::uint64_t from, std::uint64_t to, std::uint64_t durable) {
+  stores_[s.id()] = std::make_unique<ResendStore>(config_.resend_capacity);
+  s.rebuild_job = ++last_rebuild_job_;
+  s.resend_from = from;
+  s.resend_to = to;
+  s.resend_durable = durable;
+  s.held.clear();
+  counters_.resend_rebuilds.add();
+  // The file must hold every record the live handler appended: the replay reads it, not the buffer.
+  if (!handler_->write_out()) return;  // the journal failed: on_journal_failure ends the session
+  rebuilder_->ask(RebuildJob{s.rebuild_job, s.id(), from, handler_->journal().written_position()});
+}
+
+int OrderService::finish_rebuilds() {
+  std::vector<RebuildResult> done = rebuilder_->take_done();
+  for (RebuildResult& r : done) finish_rebuild(r);
+  return static_cast<int>(done.size());
+}
+
+void OrderService::finish_rebuild(RebuildResult& r) {
+  counters_.resend_rebuild_ns.add(r.took_ns);
+  if (!r.ok && !r.cancelled) {
+    // What could not be rebuilt is counted again by queue_resends, as resend gaps.
+    counters_.resend_rebuild_failures.add();
+    last_rebuild_failure_ = "session " + std::to_string(r.job.session) + ": " + r.error;
+  }
+  RcSession* s = session(r.job.session);
+  if (s == nullptr || s->disconnected || s->rebuild_job != r.job.id) return;  // gone, or a later Hello's
+  s->rebuild_job = 0;
+  std::unique_ptr<ResendStore>& kept = stores_[s->id()];
+  if (r.store != nullptr) {
+    // What was made while the worker read: after the replay's last message, or a copy of it (put ignores those).
+    for (std::uint64_t seq = kept->first(); seq != 0 && seq <= kept->last(); ++seq) {
+      if (const auto b = kept->get(seq); !b.empty()) r.store->put(seq, b);
+    }
+    kept = std::move(r.store);
+  }
+  queue_resends(*s, *kept, s->resend_from, s->resend_to, s->resend_durable);
+  for (; !s->held.empty(); s->held.pop()) {
+    const PendingMessage& m = s->held.front();
+    s->out().push(m.app_seq, m.durable, m.recv_ns, m.view());
+  }
+  s->greeted = true;
+}
+
+void OrderService::queue_resends(RcSession& s, const ResendStore& st, std::uint64_t from, std::uint64_t to,
+                                 std::uint64_t durable) {
+  if (from <= to && (st.first() == 0 || from < st.first())) {
+    const std::uint64_t kept_from = st.first() == 0 ? to + 1 : st.first();
+    counters_.resend_gaps.add(std::min(kept_from, to + 1) - from);
+    from = kept_from;
+  }
+  for (std::uint64_t seq = from; seq <= to; ++seq) {
+    const auto b = st.get(seq);
+    if (b.empty()) {
+      counters_.resend_gaps.add();
+      continue;
+    }
+    s.out().push(seq, durable, 0, b);
+  }
 }
 
 std::size_t OrderService::resend_bytes() const noexcept {
@@ -145,9 +180,7 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   if (req.role == SessionRole::kTrading) {
     handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
   }
-  store(req.session);
   s->next_state_check_ns = now_ns + kStateCheckNs;
-  s->last_post_ns = now_ns;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
   sessions_.push_back(std::move(s));
   return a;
@@ -180,6 +213,9 @@ void OrderService::close(std::uint64_t now_ns) {
 void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   s.disconnected = true;
   s.greeted = false;
+  if (s.rebuild_job != 0) rebuilder_->cancel(s.rebuild_job);
+  s.rebuild_job = 0;
+  s.held.clear();
   s.back_pressured = false;
   s.out().clear();
   s.channel().to_error();
@@ -188,6 +224,8 @@ void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
   handler_->on_disconnect(s.id(), now_ns, out_);
   absorb(0, 0, now_ns);
   out_.clear();
+  // A closed session costs no memory: its next Hello rebuilds what it missed from the journal.
+  stores_.erase(s.id());
 }
 
 void OrderService::set_order_event_sink(OrderEventSink sink) {
@@ -197,8 +235,9 @@ void OrderService::set_order_event_sink(OrderEventSink sink) {
 }
 
 std::size_t OrderService::pending() const noexcept {
-  std::size_t n = events_.size();
-  for (const auto& s : sessions_) n += s->out().size();
+  // A rebuild's resends are pending too (a drain before close waits for them).
+  std::size_t n = events_.size() + rebuilder_->outstanding();
+  for (const auto& s : sessions_) n += s->out().size() + s->held.size();
   return n;
 }
 
@@ -213,21 +252,19 @@ void OrderService::queue_welcome(RcSession& s, std::span<const std::uint8_t> byt
   // What is queued already is in the resend range: the Welcome goes first.
   s.out().drop_sequenced();
   s.out().push(0, durable, 0, bytes);
-  const ResendStore& st = store(s.id());
-  std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
-  if (from <= w->app_seq && (st.first() == 0 || from < st.first())) {
-    const std::uint64_t kept_from = st.first() == 0 ? w->app_seq + 1 : st.first();
-    counters_.resend_gaps.add(std::min(kept_from, w->app_seq + 1) - from);
-    from = kept_from;
+  // A second Hello while a rebuild runs: this one's range counts, read anew.
+  const bool rebuilding = s.rebuild_job != 0;
+  if (rebuilding) rebuilder_->cancel(s.rebuild_job);
+  s.rebuild_job = 0;
+  const std::uint64_t from = std::max<std::uint64_t>(w->resend_from, 1);
+  if ((rebuilding || find_store(s.id()) == nullptr) && from <= w->app_seq) {
+    s.greeted = false;
+    ask_rebuild(s, from, w->app_seq, durable);
+    return;
   }
-  for (std::uint64_t seq = from; seq <= w->app_seq; ++seq) {
-    const auto b = st.get(seq);
-    if (b.empty()) {
-      counters_.resend_gaps.add();
-      continue;
-    }
-    s.out().push(seq, durable, 0, b);
-  }
+  std::unique_ptr<ResendStore>& st = stores_[s.id()];
+  if (!st) st = std::make_unique<ResendStore>(config_.resend_capacity);
+  queue_resends(s, *st, from, w->app_seq, durable);
   s.greeted = true;
 }
 
@@ -236,14 +273,17 @@ void OrderService::absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64
   bool answered = false;
   for (const OutMessage& m : out_.messages()) {
     const auto bytes = out_.bytes_of(m);
-    if (m.app_seq != 0) store(m.session).put(m.app_seq, bytes);
+    // Only a welcomed session has a store; the others' messages are in the journal for their next Hello.
+    if (ResendStore* st = m.app_seq != 0 ? find_store(m.session) : nullptr) st->put(m.app_seq, bytes);
     RcSession* s = session(m.session);
-    if (s == nullptr || s->disconnected) continue;  // kept in its store for the next Hello
+    if (s == nullptr || s->disconnected) continue;
     // The first message to the sender is the answer to its request.
     const std::uint64_t latency_from = !answered && m.session == from ? recv_ns : 0;
     if (m.session == from) answered = true;
     if (m.app_seq == 0) {
       queue_welcome(*s, bytes, durable, 0);
+    } else if (s->rebuild_job != 0) {
+      s->held.push(m.app_seq, durable, latency_from, bytes);
     } else if (s->greeted) {
       s->out().push(m.app_seq, durable, latency_from, bytes);
     }
@@ -300,7 +340,7 @@ int OrderService::post_ready() {
       s.stage_send(m.view());
       if (m.recv_ns != 0 && now >= m.recv_ns) ack_latency_.record(now - m.recv_ns);
       q.pop();
-      s.last_post_ns = now;
+      s.held_ns = 0;
       ++s.sent_count;
       counters_.sent.add();
       ++work;
@@ -335,6 +375,7 @@ int OrderService::do_work(std::uint64_t now_ns) {
     if (!s.disconnected) work += poll_session(s, now_ns);
   }
   if (handler_->poll(now_ns)) ++work;
+  work += finish_rebuilds();
   work += post_ready();
   if (config_.feed_publisher_id != 0) {
     work += static_cast<int>(market_data_.publish_ready(handler_->durable_position(), &sink_));
@@ -351,6 +392,16 @@ int OrderService::do_work(std::uint64_t now_ns) {
   return work;
 }
 
+bool OrderService::held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const {
+  if (!over_limit) {
+    s.held_ns = 0;
+  } else if (s.held_checked_ns != 0 && now_ns > s.held_checked_ns) {
+    s.held_ns += std::min(now_ns - s.held_checked_ns, kMaxStallStepNs);
+  }
+  s.held_checked_ns = now_ns;
+  return s.held_ns > config_.stall_ns;
+}
+
 int OrderService::pace_sessions(std::uint64_t now_ns) {
   const std::uint64_t durable = handler_->durable_position();
   // The gateway's own JS handler being behind holds everyone: its events are the gateway's work.
@@ -363,8 +414,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
     // After post_ready, a durable message at the front means every send slot
     // is taken: the client is the holdup (a queue that waits for the journal is not its doing).
     const bool client_holds = !q.empty() && q.front().durable <= durable;
-    // (last_post_ns may be a little after now_ns: post_ready reads the clock again.)
-    if (client_holds && q.size() > config_.max_queued_messages && now_ns > s.last_post_ns + config_.stall_ns) {
+    if (held_too_long(s, client_holds && q.size() > config_.max_queued_messages, now_ns)) {
       counters_.slow_disconnects.add();
       lose(s, now_ns);
       continue;

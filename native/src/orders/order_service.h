@@ -17,10 +17,13 @@
 // gateway's own JS handler) holds every session's receives. A session that
 // still does not read — its queue passes `max_queued_messages`, as fills
 // for its resting orders keep coming, and nothing could be posted to it for
-// `stall_ns` — is ended (lost, below); what was queued stays in its
-// ResendStore for the next Hello. (The time keeps a client that does read
+// `stall_ns` — is ended (lost, below); what was queued is in the journal,
+// and its next Hello gets it again (the ResendStore rebuilt from there). (The time keeps a client that does read
 // from being ended by a burst: one order sweeping thousands of its resting
-// orders queues thousands of fills at once.)
+// orders queues thousands of fills at once.) That time is the gateway's own:
+// a gap between two duty cycles longer than kMaxStallStepNs (the engine was
+// descheduled or stuck) counts as kMaxStallStepNs, as the client could not
+// have been served in it either.
 //
 // A journal that fails ends every session and refuses new ones (EIO): what
 // it could not record was never acknowledged, and a restart replays what it
@@ -29,10 +32,21 @@
 // A session whose QP leaves RTS (an error completion, a failed post, a
 // periodic state check, an async event handed to on_async_event, or
 // close_session) is "lost": on_disconnect runs once
-// (cancel-on-disconnect if configured). Its sequenced messages — and those
-// made while it is away — stay in its ResendStore; on the next connection's
-// Hello the handler answers Welcome and the service resends from the store
-// what came after the client's last_app_seq.
+// (cancel-on-disconnect if configured), and its ResendStore is freed, so a
+// closed session costs no memory (issue 13 item 4). On the next connection's
+// Hello the handler answers Welcome; if the client asks for messages the
+// session has no store for (it was closed, or the gateway restarted), the
+// service rebuilds them from the journal — OrderHandler::replay_messages
+// replays the journal file through a handler of its own and keeps this
+// session's messages from the client's last_app_seq on, the newest
+// resend_capacity of them — and resends them. That replay costs what a
+// start's replay costs (resend_rebuild_ns), so it runs on the rebuild
+// worker (resend_rebuilder.h), never on the engine thread: the Welcome goes
+// out at once, and the session's sequenced messages — the resent ones, then
+// those made meanwhile, kept in its new store — follow when the rebuild is
+// done. It happens once per connection, only when the client missed
+// something. A Hello that missed nothing costs an empty store. Once
+// welcomed, the session's new messages go into its store as they are made.
 //
 // Ack latency: from the batch's receive completions seen (monotonic clock
 // read right after the poll) to the answer's SEND posted, in a
@@ -53,6 +67,7 @@
 #include "orders/order_events.h"
 #include "orders/order_handler.h"
 #include "orders/rc_session.h"
+#include "orders/resend_rebuilder.h"
 #include "orders/resend_store.h"
 
 namespace qpgate::orders {
@@ -66,7 +81,7 @@ struct ServiceConfig {
   std::uint32_t max_message_bytes = 512;
   std::uint32_t back_pressure_messages = 1024;
   std::uint32_t max_queued_messages = 4096;  // a session's queue beyond this ends it (<= resend_capacity) ...
-  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing was posted to it for this long
+  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing could be posted to it for this long
   std::uint32_t resend_capacity = 4096;      // sequenced messages kept per session for Hello resends
   int gid_index = -1;                    // -1: the first IPv4-mapped GID of port 1 (else the first set one)
   verbs::RcParams rc;                    // timers and hop limit; psn, mtu, access and sgid_index are per session
@@ -115,6 +130,9 @@ struct ServiceCounters {
   engine::SingleWriterCounter slow_disconnects;     // sessions ended for a queue past max_queued_messages
   engine::SingleWriterCounter journal_failed;       // 1 once the journal has failed (gauge)
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
+  engine::SingleWriterCounter resend_rebuilds;      // Hellos whose missed messages were rebuilt from the journal
+  engine::SingleWriterCounter resend_rebuild_failures;  // rebuilds that could not read the journal back
+  engine::SingleWriterCounter resend_rebuild_ns;    // time the rebuilds took (the rebuild worker's)
   engine::SingleWriterCounter cq_overflows;
   engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
   engine::SingleWriterCounter order_events;         // order events handed to the sink
@@ -130,8 +148,8 @@ class OrderService {
 
   // EEXIST if the session is connected; EINVAL for a bad request (naming it).
   verbs::Result<SessionAnswer> open_session(const SessionRequest& request, std::uint64_t now_ns);
-  // Ends the session's connection; its resend store stays for the next run
-  // of the session (a client that closes and comes back with Hello).
+  // Ends the session's connection and frees its resend store (the next run
+  // of the session gets what it missed from the journal, at its Hello).
   bool close_session(std::uint32_t session, std::uint64_t now_ns);
   std::vector<SessionInfo> sessions() const;
 
@@ -158,16 +176,30 @@ class OrderService {
   const MarketData& market_data() const noexcept { return market_data_; }
   RcSession* session(std::uint32_t id) const noexcept;
   std::size_t session_count() const noexcept { return sessions_.size(); }
-  // Memory held by the resend stores (each grows with its session's messages).
+  // Memory held by the resend stores (each grows with its session's messages; closed sessions hold none).
   std::size_t resend_bytes() const noexcept;
+  // Why the last rebuild that failed did ("session 7: ..."); empty if none has.
+  const std::string& last_rebuild_failure() const noexcept { return last_rebuild_failure_; }
 
  private:
   static constexpr std::size_t kPollBatch = 32;
   static constexpr std::uint64_t kStateCheckNs = 10'000'000;
+  // The most one gap between duty cycles adds to a session's held time.
+  static constexpr std::uint64_t kMaxStallStepNs = 10'000'000;
 
   OrderService(verbs::Device& device, ServiceConfig config);
 
-  ResendStore& store(std::uint32_t session);
+  ResendStore* find_store(std::uint32_t session) const noexcept;
+  // The store a Welcome resends [from, to] from: this connection's, else a
+  // new one, rebuilt from the journal if there is anything to resend.
+  // Asks the rebuild worker for what `s` missed in [from, to]; what it is
+  // sent meanwhile waits in s.held (and goes into a new store).
+  void ask_rebuild(RcSession& s, std::uint64_t from, std::uint64_t to, std::uint64_t durable);
+  // Queues the resends of the rebuilds that are done; returns how many were.
+  int finish_rebuilds();
+  void finish_rebuild(RebuildResult& result);
+  // Queues s's messages [from, to] from `store` behind its Welcome, counting what is missing as resend gaps.
+  void queue_resends(RcSession& s, const ResendStore& store, std::uint64_t from, std::uint64_t to, std::uint64_t durable);
   // Routes what the handler put in out_ for one input from `from` (0 = none).
   void absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns);
   void queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable, std::uint64_t recv_ns);
@@ -176,6 +208,8 @@ class OrderService {
   int post_ready();
   // Per-session back-pressure and the queue cap; returns the receives re-posted.
   int pace_sessions(std::uint64_t now_ns);
+  // Adds this cycle to the time `s` held a queue over the cap (over_limit), or resets it; true past stall_ns.
+  bool held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const;
   void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;
 
@@ -194,6 +228,10 @@ class OrderService {
   OrderEventQueue events_;
   ServiceCounters counters_;
   metrics::LatencyHistogram ack_latency_;
+  std::string last_rebuild_failure_;
+  std::uint64_t last_rebuild_job_ = 0;
+  // Last: its worker reads the journal file, so it stops before the handler goes.
+  std::unique_ptr<ResendRebuilder> rebuilder_;
 };
 
 }  // namespace qpgate::orders

@@ -64,12 +64,23 @@ class RcSession {
   // Service state of the connection.
   OutQueue& out() noexcept { return out_; }
   bool greeted = false;       // a Welcome was queued: sequenced messages follow it
+  // The rebuild (resend_rebuilder.h) its Welcome's resend waits for, 0 = none;
+  // until it is done what the session is sent waits in `held`, behind the
+  // resends of [resend_from, resend_to] (held until `resend_durable`).
+  std::uint64_t rebuild_job = 0;
+  std::uint64_t resend_from = 0;
+  std::uint64_t resend_to = 0;
+  std::uint64_t resend_durable = 0;
+  OutQueue held{2};
   bool disconnected = false;  // the QP left RTS and on_disconnect ran
   bool back_pressured = false;  // its receives are held: it does not read its answers
   std::uint64_t received_count = 0;
   std::uint64_t sent_count = 0;
   std::uint64_t next_state_check_ns = 0;
-  std::uint64_t last_post_ns = 0;  // a send was last posted to it (or it was opened)
+  // Time the gateway watched it hold a queue over max_queued_messages with
+  // nothing posted (OrderService::pace_sessions), and when that was last looked at.
+  std::uint64_t held_ns = 0;
+  std::uint64_t held_checked_ns = 0;
 
  private:
   explicit RcSession(const RcSessionConfig& config) : config_(config) {}

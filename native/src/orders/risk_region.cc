@@ -27,6 +27,10 @@ const RiskRegionLayout kRiskRegionLayout = {
          "u64 orders accepted and not yet filled or cancelled"},
         {"traded_notional", kRiskPageBytes + LocalOwnedWords::kTradedNotional, 8, WordOwner::kLocal,
          "u64 sum of execution price x quantity"},
+        {"durable_credit_limit", kRiskPageBytes + LocalOwnedWords::kDurableCreditLimit, 8, WordOwner::kLocal,
+         "u64 credit_limit as the journal holds it durably: the value a gateway restart comes back with"},
+        {"durable_kill_switch", kRiskPageBytes + LocalOwnedWords::kDurableKillSwitch, 8, WordOwner::kLocal,
+         "u64 kill_switch as the journal holds it durably: the value a gateway restart comes back with"},
     }},
 };
 
@@ -37,8 +41,20 @@ RiskRegion::RiskRegion(std::uint64_t account, std::uint64_t credit_limit) : acco
   if (p == nullptr) throw std::bad_alloc{};
   std::memset(p, 0, kRiskRegionBytes);
   base_.reset(static_cast<std::byte*>(p));
-  // Before the region is registered: no remote writer exists yet.
+  // Before the region is registered: no remote writer exists yet. With no
+  // record in the journal, the configured limit is what a restart comes back with.
   store(RemoteOwnedWords::kCreditLimit, credit_limit);
+  store(kRiskPageBytes + LocalOwnedWords::kDurableCreditLimit, credit_limit);
+}
+
+void RiskRegion::set_durable(std::uint64_t credit_limit, std::uint64_t kill_switch) noexcept {
+  constexpr std::size_t L = kRiskPageBytes;
+  const std::uint64_t v = load(L + LocalOwnedWords::kVersion);
+  store(L + LocalOwnedWords::kVersion, v + 1);
+  std::atomic_thread_fence(std::memory_order_release);
+  store(L + LocalOwnedWords::kDurableCreditLimit, credit_limit);
+  store(L + LocalOwnedWords::kDurableKillSwitch, kill_switch);
+  store(L + LocalOwnedWords::kVersion, v + 2);
 }
 
 std::uint64_t* RiskRegion::word(std::size_t offset) const noexcept {

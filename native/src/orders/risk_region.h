@@ -59,7 +59,13 @@ struct LocalOwnedWords {
   static constexpr std::size_t kOpenNotional = 16;   // u64: sum of limit price x open quantity of open orders
   static constexpr std::size_t kOpenOrders = 24;     // u64: orders accepted and not yet done
   static constexpr std::size_t kTradedNotional = 32; // u64: sum of execution price x quantity
-  static constexpr std::size_t kWords = 5;
+  // The remote-owned words as the journal holds them durably: what a restart
+  // comes back with. A risk client learns that its atomic's value is safe by
+  // READing these (an atomic's ACK cannot say it: it leaves before the engine
+  // has seen the word). Stored once the kRiskWords record is durable.
+  static constexpr std::size_t kDurableCreditLimit = 40;  // u64
+  static constexpr std::size_t kDurableKillSwitch = 48;   // u64
+  static constexpr std::size_t kWords = 7;
 };
 
 enum class WordOwner : std::uint8_t { kRemote, kLocal };
@@ -118,6 +124,11 @@ class RiskRegion {
   std::uint64_t open_orders() const noexcept { return load(kRiskPageBytes + LocalOwnedWords::kOpenOrders); }
   std::uint64_t traded_notional() const noexcept { return load(kRiskPageBytes + LocalOwnedWords::kTradedNotional); }
   std::uint64_t version() const noexcept { return load(kRiskPageBytes + LocalOwnedWords::kVersion); }
+
+  std::uint64_t durable_credit_limit() const noexcept { return load(kRiskPageBytes + LocalOwnedWords::kDurableCreditLimit); }
+  std::uint64_t durable_kill_switch() const noexcept { return load(kRiskPageBytes + LocalOwnedWords::kDurableKillSwitch); }
+  // The remote-owned words' values the journal now holds durably (under the seqlock).
+  void set_durable(std::uint64_t credit_limit, std::uint64_t kill_switch) noexcept;
 
   // One update of the local page: version odd, the changes, version even.
   void local_update(std::int64_t position_delta, std::int64_t open_notional_delta, std::int64_t open_orders_delta,

@@ -1,4 +1,5 @@
 #include <array>
+#include <cstring>
 
 #include "verbs/async_event.h"
 #include "verbs/error.h"
@@ -13,6 +14,15 @@ std::string_view qp_type_name(QpType t) {
     case QpType::UD: return "UD";
   }
   return "unknown";
+}
+
+wire::Transport transport_of(QpType t) {
+  switch (t) {
+    case QpType::RC: return wire::Transport::kRc;
+    case QpType::UC: return wire::Transport::kUc;
+    case QpType::UD: return wire::Transport::kUd;
+  }
+  return wire::Transport::kCnp;  // not a QP type: no work request or packet of a QP matches it
 }
 
 std::string_view qp_state_name(QpState s) {
@@ -88,16 +98,15 @@ std::string_view mtu_name(Mtu m) {
 }
 
 std::string_view wr_opcode_name(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::RDMA_WRITE: return "IBV_WR_RDMA_WRITE";
-    case WrOpcode::RDMA_WRITE_WITH_IMM: return "IBV_WR_RDMA_WRITE_WITH_IMM";
-    case WrOpcode::SEND: return "IBV_WR_SEND";
-    case WrOpcode::SEND_WITH_IMM: return "IBV_WR_SEND_WITH_IMM";
-    case WrOpcode::RDMA_READ: return "IBV_WR_RDMA_READ";
-    case WrOpcode::ATOMIC_CMP_AND_SWP: return "IBV_WR_ATOMIC_CMP_AND_SWP";
-    case WrOpcode::ATOMIC_FETCH_AND_ADD: return "IBV_WR_ATOMIC_FETCH_AND_ADD";
-  }
-  return "IBV_WR_unknown";
+  const wire::WrOpcodeInfo* info = wire::wr_opcode_info(static_cast<std::uint8_t>(op));
+  return info != nullptr ? info->name : "IBV_WR_unknown";
+}
+
+const wire::WrOpcodeInfo& wr_opcode_info(WrOpcode op) { return *wire::wr_opcode_info(static_cast<std::uint8_t>(op)); }
+
+bool opcode_valid_for(QpType type, WrOpcode op) {
+  const wire::WrOpcodeInfo* info = wire::wr_opcode_info(static_cast<std::uint8_t>(op));
+  return info != nullptr && info->valid_on(transport_of(type));
 }
 
 namespace {
@@ -194,18 +203,7 @@ std::string_view wc_opcode_name(WcOpcode op) {
   return "IBV_WC_unknown";
 }
 
-WcOpcode wc_opcode_for(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::RDMA_WRITE:
-    case WrOpcode::RDMA_WRITE_WITH_IMM: return WcOpcode::RDMA_WRITE;
-    case WrOpcode::SEND:
-    case WrOpcode::SEND_WITH_IMM: return WcOpcode::SEND;
-    case WrOpcode::RDMA_READ: return WcOpcode::RDMA_READ;
-    case WrOpcode::ATOMIC_CMP_AND_SWP: return WcOpcode::COMP_SWAP;
-    case WrOpcode::ATOMIC_FETCH_AND_ADD: return WcOpcode::FETCH_ADD;
-  }
-  return WcOpcode::SEND;
-}
+WcOpcode wc_opcode_for(WrOpcode op) { return static_cast<WcOpcode>(wr_opcode_info(op).wc_opcode); }
 
 std::string_view event_type_name(EventType e) {
   const auto i = static_cast<std::size_t>(e);
@@ -273,7 +271,8 @@ std::string_view errno_name(int code) {
     case ERANGE: return "ERANGE";
     case EFAULT: return "EFAULT";
   }
-  return "E?";
+  const char* name = strerrorname_np(code);  // glibc's name for the rest (ENOSYS, ENODEV, ENETDOWN...)
+  return name != nullptr ? std::string_view(name) : std::string_view("E?");
 }
 
 }  // namespace qpgate::verbs

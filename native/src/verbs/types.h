@@ -13,6 +13,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "wire/wr_opcode.h"
+
 namespace qpgate::verbs {
 
 // ---------------------------------------------------------------- QP type
@@ -23,6 +25,8 @@ enum class QpType : std::uint8_t {
   UD = 4,  // IBV_QPT_UD: unreliable datagram (multicast feeds)
 };
 std::string_view qp_type_name(QpType t);  // "RC", "UC", "UD"
+// The packet transport a QP type speaks (its opcodes' base, wire/opcode.h).
+wire::Transport transport_of(QpType t);
 
 // ---------------------------------------------------------------- QP state
 // ibv_qp_state.
@@ -156,6 +160,13 @@ enum class WrOpcode : std::uint8_t {
   ATOMIC_FETCH_AND_ADD = 6,
 };
 std::string_view wr_opcode_name(WrOpcode op);  // "IBV_WR_SEND"
+// Its entry in the work-request opcode table (wire/wr_opcode.h): what it
+// does and which packets carry it. `op` must be one of the values above
+// (post_send validates a raw opcode before anything asks).
+const wire::WrOpcodeInfo& wr_opcode_info(WrOpcode op);
+// Whether a WR opcode is valid on a QP type: UD SEND[_WITH_IMM]; UC adds
+// RDMA_WRITE[_WITH_IMM]; RC everything.
+bool opcode_valid_for(QpType type, WrOpcode op);
 
 // ibv_send_flags.
 enum class SendFlag : std::uint32_t {

@@ -91,7 +91,7 @@ TEST(AgentFaults, ARecordWhoseHandlerThrowsIsSkippedAndTheRecordsAfterItAreHandl
   ThrowingHandler handler;
   Engine engine(spinning_config());
   engine.start();
-  engine.run_on_engine([&] { CommandAgent::current()->set_handler(kType, &handler); });
+  engine.run_on_engine([&] { engine.commands().set_handler(kType, &handler); });
   SpscProducer producer(engine.to_engine_ring().view);
   for (std::uint8_t first : {std::uint8_t{1}, std::uint8_t{0xff}, std::uint8_t{2}}) {
     std::byte* p = producer.claim(kType, 8);
@@ -109,7 +109,7 @@ TEST(AgentFaults, ARecordWhoseHandlerThrowsIsSkippedAndTheRecordsAfterItAreHandl
   EXPECT_EQ(s.faults[0].agent, "record handler (type 15)");
   EXPECT_EQ(s.faults[0].message, "poisoned record");
   EXPECT_FALSE(s.faults[0].stopped);
-  engine.run_on_engine([&] { CommandAgent::current()->set_handler(kType, nullptr); });
+  engine.run_on_engine([&] { engine.commands().set_handler(kType, nullptr); });
   engine.stop();
 }
 

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -176,6 +177,46 @@ TEST_F(FakeSysfs, NoDeviceChoosesFromTheAllowedCpus) {
   EXPECT_EQ(plan.numa_node, -1);
   EXPECT_EQ(plan.cpu, 3);
   EXPECT_EQ(plan.numa_source, "no device configured");
+}
+
+TEST_F(FakeSysfs, AnotherEnginesCpuIsAvoidedWhileACandidateIsFree) {
+  PlacementRequest r = request("");
+  r.taken_cpus = {3};
+  const CpuPlan plan = plan_placement(r, parse_cpu_list("0-3").cpus);
+  EXPECT_EQ(plan.cpu, 2);
+  EXPECT_NE(plan.cpu_reason.find("no other qpgate engine is pinned to (CPUs 3 have one)"), std::string::npos) << plan.cpu_reason;
+  r.taken_cpus = {3, 2, 1, 0, 3, 1};
+  const CpuPlan full = plan_placement(r, parse_cpu_list("0-3").cpus);
+  EXPECT_EQ(full.cpu, 2) << "the last of those with the fewest engines";
+  EXPECT_NE(full.cpu_reason.find("shared with 1 other qpgate engine(s)"), std::string::npos) << full.cpu_reason;
+  r.taken_cpus = {7};
+  EXPECT_EQ(plan_placement(r, parse_cpu_list("0-3").cpus).cpu, 3) << "an engine on a CPU that is not a candidate changes nothing";
+}
+
+TEST_F(FakeSysfs, AnExplicitSingleCpuIsKeptEvenIfAnotherEngineHasIt) {
+  PlacementRequest r = request("", "1");
+  r.taken_cpus = {1};
+  const CpuPlan plan = plan_placement(r, parse_cpu_list("0-3").cpus);
+  EXPECT_EQ(plan.cpu, 1);
+  EXPECT_NE(plan.cpu_reason.find("shared with 1"), std::string::npos) << plan.cpu_reason;
+}
+
+// A fake /proc: pinned engine threads count, an unpinned one, other threads
+// and non-process entries do not.
+TEST_F(FakeSysfs, EngineCpusInUseAreThePinnedQpgateEngineThreads) {
+  write("proc/100/task/100/comm", "node\n");
+  write("proc/100/task/100/status", "Name:\tnode\nCpus_allowed_list:\t0-3\n");
+  write("proc/100/task/101/comm", "qpgate-engine\n");
+  write("proc/100/task/101/status", "Name:\tqpgate-engine\nCpus_allowed_list:\t3\n");
+  write("proc/100/task/102/comm", "qpgate-engine\n");
+  write("proc/100/task/102/status", "Name:\tqpgate-engine\nCpus_allowed_list:\t0-3\n");
+  write("proc/200/task/201/comm", "qpgate-engine\n");
+  write("proc/200/task/201/status", "Name:\tqpgate-engine\nCpus_allowed_list:\t1\n");
+  write("proc/self/task/1/comm", "qpgate-engine\n");
+  write("proc/self/task/1/status", "Cpus_allowed_list:\t2\n");
+  CpuList cpus = engine_cpus_in_use((root_ / "proc").string());
+  std::sort(cpus.begin(), cpus.end());
+  EXPECT_EQ(cpus, (CpuList{1, 3}));
 }
 
 TEST(Pinning, PinsTheCallingThreadAndReadsItBack) {

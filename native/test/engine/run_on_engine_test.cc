@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -129,6 +130,45 @@ TEST(RunOnEngine, ATaskThatRunsOutOfMemoryFailsItsCallerAndTheEngineGoesOn) {
   EXPECT_EQ(after, 1);
   while (counting->cycles.load() < cycles + 10) std::this_thread::yield();  // the duty cycle still turns
   EXPECT_TRUE(engine.stats().running);
+  engine.stop();
+}
+
+// A driven engine (start_driven): the owner's thread is the engine thread.
+TEST(RunOnEngine, ADrivenEngineRunsTheOwnersCallsInlineAndAnotherThreadsAtTheNextCycle) {
+  Engine engine(quiet_config());
+  auto* agent = engine.add_agent(std::make_unique<CountingAgent>());
+  engine.start_driven();
+  ASSERT_TRUE(engine.driven());
+  EXPECT_TRUE(engine.on_engine_thread());
+  EXPECT_GE(engine.wait_fd(), 0);
+
+  bool inline_ran = false;
+  engine.run_on_engine([&] { inline_ran = true; });
+  EXPECT_TRUE(inline_ran) << "the owner's call runs at once, with no cycle";
+  EXPECT_EQ(agent->cycles.load(), 0u) << "no thread runs the agents by itself";
+
+  std::atomic<bool> ran{false};
+  std::thread other([&] { engine.run_on_engine([&] { ran = true; }); });
+  // The other thread's command waits for the owner's next duty cycle; the
+  // doorbell makes wait_fd() readable meanwhile.
+  while (engine.stats().doorbell_wakes == 0) {
+    engine.drain_wakes();
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(ran.load());
+  EXPECT_GE(engine.do_work_once(), 1);
+  other.join();
+  EXPECT_TRUE(ran.load());
+  EXPECT_EQ(agent->cycles.load(), 1u);
+  engine.stop();
+  EXPECT_FALSE(engine.driven());
+  EXPECT_FALSE(engine.running());
+}
+
+TEST(RunOnEngine, DoWorkOnceIsRefusedOnAThreadedEngine) {
+  Engine engine(quiet_config());
+  engine.start();
+  EXPECT_THROW(engine.do_work_once(), std::logic_error);
   engine.stop();
 }
 

@@ -39,7 +39,7 @@ engine::EngineConfig config() {
 void write_publish(engine::SpscProducer& p, std::uint32_t publisher, std::uint16_t channel, std::uint16_t count,
                    const std::vector<std::uint8_t>& msgs) {
   const auto length = static_cast<std::int32_t>(records::kPublishHeaderBytes + msgs.size());
-  std::byte* dst = p.claim(engine::record_type::kFeedPublish, length);
+  std::byte* dst = p.claim(records::kFeedPublish, length);
   ASSERT_NE(dst, nullptr);
   auto* b = reinterpret_cast<std::uint8_t*>(dst);
   store_le<std::uint32_t>(b, publisher);
@@ -50,21 +50,19 @@ void write_publish(engine::SpscProducer& p, std::uint32_t publisher, std::uint16
 }
 
 TEST(FeedAgent, PublishRecordsAreRoutedPublishedReceivedAndDeliveredInOrder) {
-  FeedAgent::register_extension();
   auto pub_dev = open_device("127.77.9.1");
   auto sub_dev = open_device("127.77.9.2");
   ASSERT_TRUE(pub_dev && sub_dev);
   engine::Engine engine(config());
+  // As gateway/engine_agents.cc wires it: right after the command agent, which routes FEED_PUBLISH to it.
+  FeedAgent* agent = engine.add_agent(std::make_unique<FeedAgent>(&engine.commands()));
   auto driver = std::make_unique<DeviceDriver>();
   driver->devices = {pub_dev.get(), sub_dev.get()};
   engine.add_agent(std::move(driver));
   engine.start();
 
   std::uint32_t pub_id = 0, sub_id = 0;
-  FeedAgent* agent = nullptr;
   engine.run_on_engine([&] {
-    agent = FeedAgent::of_current_engine();
-    ASSERT_NE(agent, nullptr);
     PublisherConfig pc;
     PublisherChannelConfig ch;
     ch.id = 1;

@@ -135,7 +135,7 @@ TEST(Arbiter, ANewSessionResynchronisesAndTheOldSessionsStragglersAreDropped) {
   f.on(B, 105, 2, 0x77);
   f.on(A, 107, 2, 0x77);
   EXPECT_EQ(f.take(), (V{"session 0>24149 @100", "A100+2", "session 24149>119 @105", "A105+2", "A107+2"}));
-  EXPECT_EQ(f.arb.counters().line[1].stale_session, 1u);
+  EXPECT_EQ(f.arb.counters().line[1].other_session_frames, 1u);
   EXPECT_EQ(f.arb.counters().session_changes, 1u);
 }
 

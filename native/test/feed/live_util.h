@@ -89,16 +89,16 @@ struct Records {
   void read(engine::SpscConsumer& c) {
     c.read([&](std::int32_t type, const std::byte* payload, std::int32_t length) {
       const auto* p = reinterpret_cast<const std::uint8_t*>(payload);
-      if (type == engine::record_type::kFeedFrame) {
+      if (type == records::kFeedFrame) {
         FrameRecord r{load_le<std::uint32_t>(p), load_le<std::uint16_t>(p + 4), p[6], p[7],
                       load_le<std::uint64_t>(p + 8), load_le<std::uint16_t>(p + 16), load_le<std::uint16_t>(p + 18),
                       load_le<std::uint32_t>(p + 20), load_le<std::uint64_t>(p + 24), load_le<std::uint64_t>(p + 32),
                       std::vector<std::uint8_t>(p + records::kFrameRecordHeaderBytes, p + length)};
         messages += r.count - r.skip;
         frames.push_back(std::move(r));
-      } else if (type == engine::record_type::kFeedGap) {
+      } else if (type == records::kFeedGap) {
         gaps.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint64_t>(p + 8), load_le<std::uint64_t>(p + 16)});
-      } else if (type == engine::record_type::kFeedSession) {
+      } else if (type == records::kFeedSession) {
         sessions.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint32_t>(p + 8), load_le<std::uint32_t>(p + 12),
                             load_le<std::uint64_t>(p + 16)});
       }

@@ -60,6 +60,29 @@ TEST(SnapshotStore, KeepsTheLatestMessagePerTypeAndInstrument) {
   EXPECT_EQ(s.read_slot(2, out), SlotCheck::kEmpty);
 }
 
+// apply() writes only the words a message covers: a shorter message that
+// replaces a longer one must still leave the slot zero past it (a remote
+// reader copies whole slots), and what it leaves is exactly its own bytes.
+TEST(SnapshotStore, AShorterMessageReplacingALongerOneLeavesTheSlotZeroPastIt) {
+  SnapshotStore s(1, 99, {.slot_bytes = 256, .slot_count = 4});
+  const auto long_quote = message(MessageType::kQuote, 7, 1, std::vector<std::uint8_t>(150, 0xab));
+  const auto short_quote = message(MessageType::kQuote, 7, 2, {1, 2, 3});
+  ASSERT_EQ(s.apply(long_quote.m), ApplyResult::kStored);
+  ASSERT_EQ(s.apply(short_quote.m), ApplyResult::kStored);
+  const auto slot = slot_copy(s, 0);
+  const std::size_t end = L::kSlotHeaderBytes + short_quote.m.bytes.size();
+  EXPECT_EQ(std::vector<std::uint8_t>(slot.begin() + L::kSlotHeaderBytes, slot.begin() + end),
+            std::vector<std::uint8_t>(short_quote.m.bytes.begin(), short_quote.m.bytes.end()));
+  for (std::size_t i = end; i < slot.size() - L::kSlotTrailerBytes; ++i) {
+    ASSERT_EQ(slot[i], 0) << "byte " << i << " of the slot after the short quote";
+  }
+  SlotContents c;
+  std::vector<std::uint8_t> out(s.slot_bytes());
+  ASSERT_EQ(s.read_slot(0, out, &c), SlotCheck::kOk);
+  EXPECT_EQ(c.seq, 2u);
+  EXPECT_EQ(c.message.size(), short_quote.m.bytes.size());
+}
+
 TEST(SnapshotStore, BookLevelsAreKeptPerSideAndLevelFromTheHeaderKey) {
   SnapshotStore s(1, 99, {.slot_bytes = 128, .slot_count = 16});
   std::uint64_t seq = 1;

@@ -1,37 +1,21 @@
-// The order agent on a real engine, as the addon runs it: an extension of
-// the command agent next to the feed agent, its service's duty cycle on the
-// engine thread, trades and book changes published through the feed
-// agent's publisher. The gateway device is driven by the engine; the client
-// by the test thread. Addresses 127.66.30.x, group 239.66.30.1.
+// The order agent on a real engine built as the addon builds it
+// (gateway/engine_agents.h): its service's duty cycle on the engine thread
+// after the feed agent, trades and book changes published through the feed
+// agent's publisher, the gateway device driven by the engine's soft device
+// agent; the clients by the test thread. Addresses 127.66.30.x, group
+// 239.66.30.1.
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "engine/engine.h"
-#include "feed/feed_agent.h"
-#include "orders/order_agent.h"
+#include "gateway/engine_agents.h"
 #include "session_support.h"
 
 namespace qpgate::orders::test {
 namespace {
 
-class DeviceDriver final : public engine::Agent {
- public:
-  explicit DeviceDriver(verbs::soft::SoftDevice* d) : device(d) {}
-  const char* name() const override { return "test_device"; }
-  void on_start(engine::AgentContext& c) override { context = &c; }
-  int do_work(std::uint64_t now) override {
-    const int work = device->do_work(static_cast<std::int64_t>(now));
-    context->arm_deadline(now + 100'000);  // no fds registered: do not park long
-    return work;
-  }
-  engine::AgentContext* context = nullptr;
-  verbs::soft::SoftDevice* device;
-};
-
 TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
-  feed::FeedAgent::register_extension();
-  OrderAgent::register_extension();
   TempDir dir;
   auto gw_dev = open_device("127.66.30.1");
   ASSERT_TRUE(gw_dev);
@@ -41,11 +25,12 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
   ec.huge_pages = false;
   ec.idle = engine::IdleKind::kBackoff;
   engine::Engine engine(ec);
-  engine.add_agent(std::make_unique<DeviceDriver>(gw_dev.get()));
+  const gateway::EngineAgents agents = gateway::add_engine_agents(engine);
+  ASSERT_TRUE(agents.soft_devices->attach(*gw_dev).ok());
   engine.start();
 
   std::uint32_t publisher = 0, service = 0;
-  OrderAgent* agent = nullptr;
+  OrderAgent* agent = agents.orders;
   engine.run_on_engine([&] {
     feed::PublisherConfig pc;
     feed::PublisherChannelConfig ch;
@@ -53,11 +38,9 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
     ch.group_a = *verbs::ipv4_parse("239.66.30.1");
     ch.snapshot.slot_count = 64;
     pc.channels.push_back(ch);
-    auto p = feed::FeedAgent::of_current_engine()->add_publisher(*gw_dev, pc);
+    auto p = agents.feed->add_publisher(*gw_dev, pc);
     ASSERT_TRUE(p.ok()) << p.error().message;
     publisher = *p;
-    agent = OrderAgent::of_current_engine();
-    ASSERT_NE(agent, nullptr);
     ServiceConfig cfg = service_config(dir.file("journal"));
     cfg.feed_publisher_id = publisher;
     cfg.feeds.push_back(InstrumentFeed{kInstrument, 3, 5});
@@ -103,7 +86,7 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
       published = s->market_data().counters().published.get();
       unpublished = s->market_data().counters().unpublished.get();
       acks = s->ack_latency().total();
-      channel_messages = feed::FeedAgent::of_current_engine()->publisher(publisher)->stats()->channels[0].messages.get();
+      channel_messages = agents.feed->publisher(publisher)->stats()->channels[0].messages.get();
     });
     return published == 3;
   }));
@@ -112,7 +95,7 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
   EXPECT_EQ(acks, 2u);
 
   // Removing the publisher: later events are counted as unpublished, the ack path goes on.
-  engine.run_on_engine([&] { feed::FeedAgent::of_current_engine()->remove_publisher(publisher); });
+  engine.run_on_engine([&] { agents.feed->remove_publisher(publisher); });
   a.send(buy(2, 95, 1));
   ASSERT_TRUE(until([&] { return a.all<Ack>().size() == 2; }));
   ASSERT_TRUE(until([&] {

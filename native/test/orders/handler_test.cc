@@ -507,5 +507,34 @@ TEST_F(HandlerTest, GroupCommitHoldsAnswersUntilTheJournalIsDurable) {
   EXPECT_EQ(h().journal().stats().syncs, 2u);
 }
 
+// A risk client cannot learn durability from its atomic's ACK; it READs the
+// durable_* words, which follow the journal's durable position (issue 13 item 7).
+TEST_F(HandlerTest, RiskWordsReachTheDurableWordsOnlyOnceTheirRecordIsDurable) {
+  HandlerConfig c = small_config(dir_.file("journal-risk"));
+  c.journal.sync = SyncPolicy::kGroupCommit;
+  c.journal.group_max_records = 64;
+  c.journal.group_max_delay_us = 1'000'000;  // the poll at t=2 does not sync yet, the one at t=2 s does
+  open(c);
+  RiskRegion& r = *h().risk().find(kAccountA);
+  EXPECT_EQ(r.durable_credit_limit(), 1'000'000'000u) << "the configured limit: what a restart comes back with";
+  std::atomic_ref<std::uint64_t>{*r.remote_word(RemoteOwnedWords::kKillSwitch)}.fetch_add(1);
+  std::atomic_ref<std::uint64_t>{*r.remote_word(RemoteOwnedWords::kCreditLimit)}.fetch_sub(1000);
+  EXPECT_EQ(h().journal_risk_words(1), 1u);
+  h().poll(2);
+  EXPECT_EQ(r.durable_kill_switch(), 0u) << "journaled, not yet durable";
+  EXPECT_EQ(r.durable_credit_limit(), 1'000'000'000u);
+  EXPECT_TRUE(h().poll(2'000'000'000));
+  EXPECT_EQ(r.durable_kill_switch(), 1u);
+  EXPECT_EQ(r.durable_credit_limit(), 999'999'000u);
+  EXPECT_EQ(r.version() % 2, 0u);
+
+  handler_.reset();  // a restart: replay puts the words and their durable copies back
+  open(c);
+  RiskRegion& again = *h().risk().find(kAccountA);
+  EXPECT_TRUE(again.killed());
+  EXPECT_EQ(again.durable_kill_switch(), 1u);
+  EXPECT_EQ(again.durable_credit_limit(), 999'999'000u);
+}
+
 }  // namespace
 }  // namespace qpgate::orders

@@ -58,6 +58,22 @@ inline std::uint64_t app_seq_of(const OrderMessage& m) {
   }, m);
 }
 
+// The app_seqs of the sequenced messages a client received, in order.
+template <typename C>
+std::vector<std::uint64_t> app_seqs(const C& c) {
+  std::vector<std::uint64_t> out;
+  for (const auto& g : c.received) {
+    if (const std::uint64_t s = app_seq_of(g->message); s != 0) out.push_back(s);
+  }
+  return out;
+}
+
+inline std::vector<std::uint64_t> one_to(std::uint64_t n, std::uint64_t from = 1) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t i = from; i <= n; ++i) v.push_back(i);
+  return v;
+}
+
 class Client {
  public:
   static constexpr std::size_t kSlot = 1024;

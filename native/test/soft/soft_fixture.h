@@ -10,6 +10,7 @@
 
 #include "loopback_wire.h"
 #include "verbs/soft/soft_qp.h"
+#include "wire/opcode.h"
 
 namespace qpgate::verbs::soft::testing {
 
@@ -168,6 +169,18 @@ inline RecvWr recv_wr(std::uint64_t id, std::span<const Sge> sg) {
 
 inline void fill(std::uint8_t* p, std::size_t n, std::uint32_t seed) {
   for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+}
+
+using wire::Opcode;
+constexpr std::uint8_t op(Opcode o) { return static_cast<std::uint8_t>(o); }
+
+// The request packets `src` put on the wire, in order.
+inline std::vector<const WireRecord*> requests(const LoopbackWire& w, const wire::IpAddress& src) {
+  std::vector<const WireRecord*> v;
+  for (const auto* r : w.sent_by(src)) {
+    if (r->packet().op->is(wire::kOpRequest)) v.push_back(r);
+  }
+  return v;
 }
 
 }  // namespace qpgate::verbs::soft::testing

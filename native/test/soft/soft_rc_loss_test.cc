@@ -9,9 +9,6 @@
 namespace qpgate::verbs::soft::testing {
 namespace {
 
-using wire::Opcode;
-constexpr std::uint8_t op(Opcode o) { return static_cast<std::uint8_t>(o); }
-
 [[maybe_unused]] LoopbackWire::Pred from(const wire::IpAddress& ip) {
   return [ip](const WireRecord& r) { return r.flow.src == ip; };
 }

@@ -12,17 +12,6 @@
 namespace qpgate::verbs::soft::testing {
 namespace {
 
-using wire::Opcode;
-constexpr std::uint8_t op(Opcode o) { return static_cast<std::uint8_t>(o); }
-
-std::vector<const WireRecord*> requests(const LoopbackWire& w, const wire::IpAddress& src) {
-  std::vector<const WireRecord*> v;
-  for (const auto* r : w.sent_by(src)) {
-    if (r->packet().op->is(wire::kOpRequest)) v.push_back(r);
-  }
-  return v;
-}
-
 TEST(SoftRc, SmallSendIsOneSendOnlyPacketAndOneAck) {
   Pair p;
   Sge rs = p.b.sge(0, 256);
@@ -406,29 +395,6 @@ TEST(SoftRc, MaxRdAtomicOneKeepsASecondReadWaitingUntilTheFirstCompletes) {
   const WireRecord* first_resp = p.wire.sent_by(p.b.ip).front();
   EXPECT_GT(req[1]->sent_ns, first_resp->sent_ns);
   EXPECT_EQ(p.a.send_wcs().size(), 2u);
-}
-
-TEST(SoftRc, AckCoalescingABurstOfUnsignaledSendsProducesFewAcks) {
-  Pair p;
-  constexpr int kN = 256;
-  Sge rs = p.b.sge(0, 2048);
-  for (int i = 0; i < kN; ++i) ASSERT_TRUE(p.qb->post_recv(recv_wr(static_cast<std::uint64_t>(i), {&rs, 1})).ok());
-  Sge ss = p.a.sge(0, 1500);  // two packets each
-  for (int i = 0; i < kN; ++i) {
-    const SendFlags f = i + 1 == kN ? SendFlags(SendFlag::SIGNALED) : SendFlags();
-    ASSERT_TRUE(p.qa->post_send(send_wr(static_cast<std::uint64_t>(i), {&ss, 1}, WrOpcode::SEND, f)).ok());
-  }
-  p.wire.run();
-  EXPECT_EQ(p.b.recv_wcs().size(), static_cast<std::size_t>(kN));
-  auto swc = p.a.send_wcs();
-  ASSERT_EQ(swc.size(), 1u);
-  EXPECT_EQ(swc[0].wr_id, static_cast<std::uint64_t>(kN - 1));
-  const auto pkts = requests(p.wire, p.a.ip).size();
-  EXPECT_EQ(pkts, 2u * kN);
-  const auto acks = p.qb->counters().acks_sent.get();
-  EXPECT_GE(acks, 1u);
-  EXPECT_LE(acks * 32, pkts) << acks << " ACKs for " << pkts << " packets";
-  EXPECT_EQ(p.qa->counters().timeouts.get(), 0u);
 }
 
 // ---------------------------------------------------------------- SRQ, events, modify

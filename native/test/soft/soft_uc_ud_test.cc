@@ -7,9 +7,6 @@
 namespace qpgate::verbs::soft::testing {
 namespace {
 
-using wire::Opcode;
-constexpr std::uint8_t op(Opcode o) { return static_cast<std::uint8_t>(o); }
-
 TEST(SoftUc, SendCompletesOnceSentWithoutAcks) {
   Pair p(QpType::UC);
   Sge rs = p.b.sge(0, 4096);

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 
+import { table } from '../table.js';
 import { DEFAULT_CONFIG_PATH, loadConfigWithOrigins, type LoadOptions } from './load.js';
 
 export interface EffectiveKey {
@@ -15,6 +16,7 @@ export interface EffectiveKey {
 const REDACTED = '<redacted>';
 const DEFAULT_FILE = 'config/default.yaml';
 const SCHEMA_DEFAULT = 'built-in default';
+const VALUE_WIDTH = 60;
 
 /** Every leaf key of the loaded configuration (arrays are one value), in the config's order. */
 export function effectiveConfig(options: LoadOptions): EffectiveKey[] {
@@ -48,10 +50,8 @@ function redact(key: string, value: unknown): unknown {
   return value.map((t: unknown) => (typeof t === 'object' && t !== null ? { ...t, token: REDACTED } : t));
 }
 
-/** Aligned text: key, value (JSON), origin. */
+/** A table of key, value (JSON; a long one wraps at VALUE_WIDTH) and origin. */
 export function formatEffective(keys: EffectiveKey[]): string {
-  const rows = keys.map((k) => [k.key, JSON.stringify(k.value), k.origin] as const);
-  const width = (i: 0 | 1) => Math.min(60, Math.max(...rows.map((r) => r[i].length)));
-  const [kw, vw] = [width(0), width(1)];
-  return rows.map(([k, v, o]) => `${k.padEnd(kw)}  ${v.padEnd(vw)}  ${o}`).join('\n');
+  const rows = keys.map((k) => [k.key, JSON.stringify(k.value), k.origin]);
+  return table(['KEY', 'VALUE', 'ORIGIN'], rows, { maxWidths: [undefined, VALUE_WIDTH, undefined] });
 }

@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { FeedsConfig } from '../../feed/config.js';
 import { OrdersConfig, U64 } from '../../orders/config.js';
+import { DURATION_PATTERN } from '../slo/duration.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -23,6 +24,14 @@ export const BackendConfig = Type.Object(
       format: 'ipv4',
       description: 'the IPv4 address this soft device owns (one address per device: UDP port 4791)',
     }),
+    port: Type.Integer({ minimum: 1, maximum: 255, description: 'ibv: the port of the RDMA device' }),
+    gidIndex: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 255,
+        description: "ibv: the source GID entry; unset: the RoCE v2 IPv4-mapped GID of the port's interface, chosen and logged",
+      }),
+    ),
   },
   strict,
 );
@@ -83,11 +92,19 @@ export const TokenConfig = Type.Object(
 );
 
 // Caps on the RC sessions POST /v1/sessions holds at once (open, connected or
-// not, until closed or reopened): each holds a QP and its buffers.
+// not, until closed or reopened): each holds a QP and its buffers; and on the
+// names a token may ever use, each kept for good in sessions.json
+// (session-ids.ts says why), so that file is bounded by tokens x maxNamesPerToken.
 export const ControlSessionsConfig = Type.Object(
   {
     maxPerToken: Type.Integer({ minimum: 1, maximum: 65535, default: 64, description: 'sessions one token may hold at once: an integer 1..65535' }),
     maxTotal: Type.Integer({ minimum: 1, maximum: 65535, default: 256, description: 'sessions the gateway holds at once: an integer 1..65535' }),
+    maxNamesPerToken: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 1024,
+      description: 'session names one token may ever use (kept for good in sessions.json): an integer 1..1000000',
+    }),
   },
   { ...strict, default: {} },
 );
@@ -138,7 +155,7 @@ export const StateConfig = Type.Object(
 );
 
 const Duration = (description: string) =>
-  Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$', description: `${description}: a duration like "10s", "1m", "10m"` });
+  Type.String({ pattern: DURATION_PATTERN, description: `${description}: a duration like "10s", "1m", "10m"` });
 
 export const SloObjectiveConfig = Type.Object(
   {

@@ -5,6 +5,7 @@
 // read, anything else admin. An unknown /v1 path is 401 before it is 404, so
 // the routes are not probed without a token.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
@@ -31,6 +32,12 @@ export interface RegisteredRoute {
 }
 
 const registeredRoutes = new WeakMap<FastifyInstance, RouteOptions[]>();
+const metricsRegistries = new WeakMap<FastifyInstance, Registry>();
+
+/** The registry GET /metrics serves (what the README's metrics table is made from: scripts/docs/metrics-table.ts). */
+export function metricsRegistryOf(app: FastifyInstance): Registry | undefined {
+  return metricsRegistries.get(app);
+}
 
 /** Every route the control plane registered, one row per method (what the OpenAPI test compares the document with). */
 export function routesOf(app: FastifyInstance): RegisteredRoute[] {
@@ -77,6 +84,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   app.addHook('onRoute', (route) => void routes.push(route));
   const store = new TokenStore(options.tokens);
   const registry = createRegistry(options.state);
+  metricsRegistries.set(app, registry);
   countControlRequests(app, registry);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   const authenticate = requireToken(store);

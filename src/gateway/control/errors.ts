@@ -63,7 +63,7 @@ const DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: 'conflict: the resource is taken or in use (a name, a group, a connected session, the memory budget)',
   413: 'payload_too_large: the request body is over the control plane\'s body limit (the message gives it in bytes)',
   415: 'unsupported_media_type: a body that is not application/json',
-  429: 'too_many_requests: over a cap (control.sessions.maxPerToken / maxTotal)',
+  429: 'too_many_requests: over a cap (control.sessions.maxPerToken / maxTotal / maxNamesPerToken)',
   500: 'internal: an unexpected failure; the gateway log has it',
   503: 'unavailable: the feature is on but cannot serve now (shutting down, a feed not publishing)',
 };

@@ -1,23 +1,25 @@
 // The gateway's verbs device: opened after the engine starts, closed before
 // it stops, and described the way `ibv_devinfo` / `ibstat` describe one.
 import type { GatewayConfig } from '../config/schema.js';
-import { loadAddon } from '../../native/addon.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { openDevice, type Device, type PortAttr } from '../../native/verbs.js';
 import type { Engine } from '../../native/engine.js';
 
-export const IBV_NOT_AVAILABLE = 'backend.kind ibv is not available in this build yet';
+/** The device could not be opened as configured: `qpgate serve` exits 2 (a configuration error), nothing started. */
+export class DeviceOpenError extends Error {
+  override readonly name = 'DeviceOpenError';
+}
 
-/** Opens the configured backend's device on the engine. Throws a one-line reason when it cannot. */
+/** Opens the configured backend's device on the engine. Throws a one-line DeviceOpenError naming the fix when it cannot. */
 export function openGatewayDevice(config: GatewayConfig, engine: Engine): Device {
   const { backend } = config;
-  if (backend.kind === 'ibv') {
-    // The addon reports an ibv device opener once the ibv backend is wired into the bindings.
-    const verbs = (loadAddon() as unknown as { verbs?: { openIbvDevice?: unknown } }).verbs;
-    if (typeof verbs?.openIbvDevice !== 'function') throw new Error(IBV_NOT_AVAILABLE);
-    throw new Error(`${IBV_NOT_AVAILABLE} (the addon has an ibv device, the gateway does not drive it yet)`);
-  }
+  return backend.kind === 'ibv' ? openIbv(backend, engine) : openSoft(backend, engine);
+}
+
+function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
   try {
-    return openDevice(engine, { address: backend.address });
+    return openDevice(engine, { kind: 'soft', address: backend.address });
   } catch (err) {
     const e = err as Error & { code?: string };
     const why =
@@ -26,8 +28,58 @@ export function openGatewayDevice(config: GatewayConfig, engine: Engine): Device
         : e.code === 'EADDRNOTAVAIL'
           ? `no interface has the address ${backend.address}`
           : e.message;
-    throw new Error(`cannot open the soft device on ${backend.address}: ${why} (backend.address)`, { cause: err });
+    throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (backend.address)`, { cause: err });
   }
+}
+
+// What to change for each way an ibv device fails to open (ibv_device.cc open_ibv_device).
+function ibvFix(code: string | undefined, message: string): string {
+  if (code === 'EOPNOTSUPP' && /no ibv backend/.test(message)) return 'install libibverbs-dev and rebuild: npm run build:native';
+  if (code === 'ENOSYS') return 'this kernel has no RDMA: load a driver, e.g. modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0';
+  if (code === 'ENODEV' && /no RDMA device/.test(message)) return 'set backend.device to one of the devices listed';
+  if (code === 'ENETDOWN') return 'bring the port up: ip link set <netdev> up (rdma link shows the netdev)';
+  if (code === 'EINVAL' && /GID|gid/.test(message)) return 'set backend.gidIndex to a RoCE v2 IPv4 entry, or unset it';
+  if (code === 'ENODEV') return 'give the device an IPv4 address on its interface, or set backend.gidIndex';
+  return 'check backend.device and backend.port';
+}
+
+function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
+  let device: Device;
+  try {
+    device = openDevice(engine, { kind: 'ibv', name: backend.device, port: backend.port, gidIndex: backend.gidIndex });
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    throw new DeviceOpenError(`cannot open the ibv device ${backend.device}: ${e.message} (${ibvFix(e.code, e.message)})`, { cause: err });
+  }
+  // The feed is UD multicast: a device that attaches no group cannot serve it.
+  const attr = device.query();
+  if (attr.maxMcastGrp === 0 || attr.maxMcastQpAttach === 0) {
+    device.close();
+    throw new DeviceOpenError(`cannot serve on the ibv device ${backend.device}: it has no multicast (max_mcast_grp ${attr.maxMcastGrp}; choose a RoCE device that has)`);
+  }
+  return device;
+}
+
+/**
+ * The device's own counters (ibv: sysfs hw_counters, what `rdma statistic`
+ * shows; rxe has sent_pkts, rcvd_pkts, ...). Empty for the soft device,
+ * whose counters come from device.counters().
+ */
+export function hwCounters(device: Device | undefined): Record<string, number> {
+  if (device?.backend !== 'ibv') return {};
+  const dir = `/sys/class/infiniband/${device.name}/ports/${device.port}/hw_counters`;
+  const out: Record<string, number> = {};
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return out;  // a driver without hw_counters
+  }
+  for (const name of names) {
+    const v = Number(readFileSync(join(dir, name), 'utf8').trim());
+    if (Number.isFinite(v)) out[name] = v;
+  }
+  return out;
 }
 
 const hex = (v: bigint, digits = 16): string => `0x${v.toString(16).padStart(digits, '0')}`;
@@ -59,7 +111,7 @@ export function describeDevice(device: Device | undefined) {
       pkeyTableLength: p.pkeyTblLen,
       qkeyViolations: p.qkeyViolCntr,
       badPkeys: p.badPkeyCntr,
-      gids: port === 1 ? device.queryGidTable() : [],
+      gids: port === device.port ? device.queryGidTable() : [],
     };
   });
   return {
@@ -68,6 +120,8 @@ export function describeDevice(device: Device | undefined) {
     backend: device.backend,
     address: device.address,
     gid: device.gid,
+    gidIndex: device.gidIndex,
+    gidReport: device.gidReport,
     transport: 'RoCEv2 (UDP/4791)',
     firmwareVersion: attr.fwVer,
     nodeGuid: hex(attr.nodeGuid),

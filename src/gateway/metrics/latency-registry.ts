@@ -130,7 +130,8 @@ export function estimatedSumSeconds(counts: LatencyCounts): number {
 /** Percentiles and the non-empty bucket counts, for /v1/status and the status page. */
 export function latencySummary(info: LatencySourceInfo) {
   const counts = info.read();
-  const us = (p: number): number => counts.valueAtPercentile(p) / 1000;
+  const hdr = counts.toHdr();
+  const us = (p: number): number => hdr.getValueAtPercentile(p) / 1000;
   const cumulative = counts.cumulativeAtOrBelow(BUCKETS_NS);
   return {
     name: info.name,

@@ -6,6 +6,17 @@
 // fsync, rename, fsync of the directory), so no client ever holds an id that a
 // crash could give to someone else.
 //
+// A name is never forgotten: its id keys what the journal holds for it —
+// its app_seqs and the answers its client may still ask for with Hello
+// (cancel-on-disconnect's CancelAcks, fills of orders left resting), and the
+// client order ids it may not use again. The gateway cannot know that a
+// client is done with a name (a Hello acknowledges answers only up to the
+// next close, whose CancelAcks are new ones), and ids are never reused, so
+// forgetting a name would only cut its client off from what it is owed. The
+// file is bounded instead: control.sessions.maxNamesPerToken names per
+// token (the sessions route refuses a new name past it with 429), over the
+// configured tokens.
+//
 // The writes are off the event loop (fs/promises, on libuv's pool) and
 // coalesced: while one write is in flight, every change made meanwhile waits
 // for the next one, so N new names opened together cost two writes, not N.
@@ -35,6 +46,7 @@ export class SessionIds {
   readonly path: string;
   readonly #byKey = new Map<string, SessionIdEntry>();
   readonly #byId = new Map<number, SessionIdEntry>();
+  readonly #namesOf = new Map<string, number>();
   #last = 0;
   // Changes (#version) and what is known on disk (#durable); acquire() waiters by version.
   #version = 0;
@@ -59,8 +71,7 @@ export class SessionIds {
         throw new Error(`${this.path}: bad entry ${JSON.stringify(e)}`);
       }
       if (this.#byId.has(e.id)) throw new Error(`${this.path}: id ${e.id} is given twice`);
-      this.#byKey.set(key(e.token, e.name), e);
-      this.#byId.set(e.id, e);
+      this.#add(e);
       this.#last = Math.max(this.#last, e.id);
     }
   }
@@ -91,18 +102,29 @@ export class SessionIds {
     }
     if (this.#last >= MAX_ID) throw new Error('session ids exhausted (2^32-1 sessions)');
     const entry: SessionIdEntry = { id: ++this.#last, token, name, role, createdAt: new Date().toISOString() };
-    this.#byKey.set(key(token, name), entry);
-    this.#byId.set(entry.id, entry);
+    this.#add(entry);
     try {
       await this.#persist();
     } catch (err) {
       if (this.#byId.get(entry.id) === entry) {
         this.#byKey.delete(key(token, name));
         this.#byId.delete(entry.id);
+        this.#namesOf.set(token, this.names(token) - 1);
       }
       throw err;
     }
     return entry;
+  }
+
+  /** The names `token` has used (each kept for good). */
+  names(token: string): number {
+    return this.#namesOf.get(token) ?? 0;
+  }
+
+  #add(e: SessionIdEntry): void {
+    this.#byKey.set(key(e.token, e.name), e);
+    this.#byId.set(e.id, e);
+    this.#namesOf.set(e.token, this.names(e.token) + 1);
   }
 
   entries(): SessionIdEntry[] {

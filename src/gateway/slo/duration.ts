@@ -1,9 +1,12 @@
-// Durations in config: "500ms", "10s", "1m", "10m", "1h", "1d".
+// Durations in config: "500ms", "10s", "1m", "10m", "1h", "1d". The schema's
+// pattern admits these forms only; `ms` converts them.
+import ms from 'ms';
+
 export const DURATION_PATTERN = '^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$';
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = new RegExp(DURATION_PATTERN);
 
 export function parseDurationMs(text: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$/.exec(text);
-  if (!m) throw new TypeError(`expected a duration like "10s", "1m", "10m", got ${JSON.stringify(text)}`);
-  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  const value = DURATION.test(text) ? ms(text as ms.StringValue) : undefined;
+  if (value === undefined || !Number.isFinite(value)) throw new TypeError(`expected a duration like "10s", "1m", "10m", got ${JSON.stringify(text)}`);
+  return value;
 }

@@ -325,6 +325,11 @@ Result<std::unique_ptr<IbvDevice>> open_ibv_device(const IbvDeviceOptions& o) {
     return call_error(errno_of(rc), "ibv_query_port " + std::to_string(o.port_num) + " on " + d->name);
   }
   d->port_attr = to_port_attr(pa);
+  // Before the GID: a port whose interface is down may have lost its IP GIDs too, and the cause is the port.
+  if (pa.state != IBV_PORT_ACTIVE) {
+    return Error{ENETDOWN, d->name + " port " + std::to_string(o.port_num) + " is " +
+                               std::string(port_state_name(d->port_attr.state)) + ", not ACTIVE"};
+  }
   if (pa.link_layer != IBV_LINK_LAYER_ETHERNET) {
     return Error{EOPNOTSUPP, d->name + " port " + std::to_string(o.port_num) +
                                  " is not Ethernet (RoCE); qpgate's ibv backend serves RoCE ports only"};

@@ -23,19 +23,6 @@ std::string hex24(std::uint32_t v) {
   return b;
 }
 
-bool opcode_valid_for(QpType t, WrOpcode op) {
-  switch (op) {
-    case WrOpcode::SEND:
-    case WrOpcode::SEND_WITH_IMM: return true;
-    case WrOpcode::RDMA_WRITE:
-    case WrOpcode::RDMA_WRITE_WITH_IMM: return t != QpType::UD;
-    case WrOpcode::RDMA_READ:
-    case WrOpcode::ATOMIC_CMP_AND_SWP:
-    case WrOpcode::ATOMIC_FETCH_AND_ADD: return t == QpType::RC;
-  }
-  return false;
-}
-
 class IbvQp final : public QueuePair {
  public:
   IbvQp(std::shared_ptr<PdHolder> pd, std::shared_ptr<CqHolder> scq, std::shared_ptr<CqHolder> rcq,
@@ -208,7 +195,7 @@ class IbvQp final : public QueuePair {
                    std::to_string(init_.cap.max_inline_data));
       }
     }
-    if (wr.opcode == WrOpcode::ATOMIC_CMP_AND_SWP || wr.opcode == WrOpcode::ATOMIC_FETCH_AND_ADD) {
+    if (wr_opcode_info(wr.opcode).is(wire::kWrAtomic)) {
       if (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8) {
         return bad("an atomic takes exactly one 8-byte SGE for the original value");
       }
@@ -240,7 +227,7 @@ class IbvQp final : public QueuePair {
     out->num_sge = static_cast<int>(wr.sg_list.size());
     out->opcode = static_cast<ibv_wr_opcode>(wr.opcode);
     out->send_flags = wr.send_flags.bits();
-    if (wr.opcode == WrOpcode::SEND_WITH_IMM || wr.opcode == WrOpcode::RDMA_WRITE_WITH_IMM) {
+    if (wr_opcode_info(wr.opcode).is(wire::kWrImm)) {
       out->imm_data = htonl(wr.imm_data);  // our interface: host order; ibverbs: big-endian
     }
     switch (wr.opcode) {

@@ -17,14 +17,6 @@ constexpr std::array<std::string_view, kCompStateCount> kCompStateNames = {
     "COMP_ACK", "UPDATE_COMP", "ERROR_RETRY", "RNR_RETRY", "ERROR", "DONE",
 };
 
-bool is_read_or_atomic(WrOpcode op) {
-  return op == WrOpcode::RDMA_READ || op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD;
-}
-bool is_atomic(WrOpcode op) { return op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD; }
-
-using wire::Opcode;
-bool op_is(const wire::Packet& p, Opcode o) { return p.op->opcode == o; }
-
 }  // namespace
 
 std::string_view comp_state_name(CompState s) {
@@ -140,274 +132,215 @@ int Completer::on_timers(std::int64_t now_ns) {
   return work;
 }
 
+// ---------------------------------------------------------------- the state machine
+
 void Completer::on_response(const wire::Packet& pkt, std::int64_t now_ns) {
   if (qp_.type_ != QpType::RC) {
     qp_.counters_.unexpected_responses.inc();
     return;
   }
-  const std::uint32_t psn = pkt.bth().psn();
   const auto aeth = pkt.aeth();
-  const std::uint8_t syndrome = aeth ? aeth->syndrome() : wire::aeth::kAck;
-  bool completed_one = false;
-  std::uint32_t retry_psn = comp_psn_;
-  CompState s = CompState::GET_WQE;
-  const SendWqe* w = nullptr;
-  WqeTxState* st = nullptr;
-
-  while (s != CompState::DONE) {
-    last_state_ = s;
-    switch (s) {
-      case CompState::GET_WQE: {
-        w = qp_.sq_.front();
-        st = qp_.req_->wqes().empty() ? nullptr : &qp_.req_->wqes().front();
-        if (w == nullptr || st == nullptr || !st->started) {
-          if (!completed_one) {
-            if (wire::psn_before(psn, comp_psn_)) {
-              qp_.counters_.stale_responses.inc();
-            } else {
-              qp_.counters_.unexpected_responses.inc();
-            }
-          }
-          s = CompState::DONE;
-          break;
-        }
-        s = CompState::CHECK_PSN;
-        break;
-      }
-
-      case CompState::CHECK_PSN:
-        if (wire::psn_after(psn, st->last_psn)) {
-          // The response is past the oldest WQE: it acknowledges a SEND/WRITE
-          // implicitly; a READ/atomic whose response never came is retried.
-          if (is_read_or_atomic(w->opcode)) {
-            retry_psn = comp_psn_;
-            s = CompState::ERROR_RETRY;
-          } else {
-            s = CompState::COMP_ACK;
-          }
-        } else if (wire::psn_before(psn, comp_psn_)) {
-          if (!completed_one) qp_.counters_.stale_responses.inc();
-          s = CompState::DONE;
-        } else if (completed_one && wire::psn_before(psn, st->first_psn)) {
-          s = CompState::DONE;
-        } else {
-          s = CompState::CHECK_ACK;
-        }
-        break;
-
-      case CompState::CHECK_ACK:
-        if (pkt.op->is(wire::kOpRead)) {  // a READ response
-          if (w->opcode != WrOpcode::RDMA_READ) {
-            qp_.counters_.unexpected_responses.inc();
-            s = CompState::DONE;
-          } else if (psn != comp_psn_) {
-            // Responses before this one were lost: re-request the rest once.
-            if (read_retry_latched_) {
-              qp_.counters_.stale_responses.inc();
-              s = CompState::DONE;
-            } else {
-              qp_.counters_.read_resp_gap.inc();
-              read_retry_latched_ = true;
-              retry_psn = comp_psn_;
-              s = CompState::ERROR_RETRY;
-            }
-          } else {
-            s = CompState::READ;
-          }
-          break;
-        }
-        if (op_is(pkt, Opcode::kRcAtomicAcknowledge)) {
-          s = is_atomic(w->opcode) && psn == st->first_psn ? CompState::ATOMIC : CompState::DONE;
-          if (s == CompState::DONE) qp_.counters_.unexpected_responses.inc();
-          break;
-        }
-        if (!op_is(pkt, Opcode::kRcAcknowledge)) {
-          qp_.counters_.unexpected_responses.inc();
-          s = CompState::DONE;
-          break;
-        }
-        switch (syndrome & wire::aeth::kTypeMask) {
-          case wire::aeth::kAck:
-            qp_.counters_.rcvd_acks.inc();
-            if (is_read_or_atomic(w->opcode)) {
-              // An ACK inside a READ/atomic's PSNs carries nothing for it.
-              qp_.counters_.unexpected_responses.inc();
-              s = CompState::DONE;
-            } else {
-              s = CompState::WRITE_SEND;
-            }
-            break;
-          case wire::aeth::kRnrNak:
-            qp_.counters_.rcvd_rnr_err.inc();
-            s = CompState::RNR_RETRY;
-            break;
-          case wire::aeth::kNak:
-            switch (syndrome) {
-              case wire::aeth::kNakPsnSeqError:
-                qp_.counters_.rcvd_seq_err.inc();
-                if (rnr_waiting() && psn == rnr_psn_) {  // already going back there after the RNR wait
-                  s = CompState::DONE;
-                  break;
-                }
-                // Everything before the NAK's PSN is acknowledged.
-                if (wire::psn_after(psn, comp_psn_)) {
-                  comp_psn_ = psn;
-                  progress(now_ns);
-                }
-                retry_psn = psn;
-                s = CompState::ERROR_RETRY;
-                break;
-              case wire::aeth::kNakInvalidRequest:
-                qp_.counters_.rcvd_nak_inv_req.inc();
-                fail_front(WcStatus::IBV_WC_REM_INV_REQ_ERR);
-                s = CompState::DONE;
-                break;
-              case wire::aeth::kNakRemoteAccessError:
-                qp_.counters_.rcvd_nak_rem_access.inc();
-                fail_front(WcStatus::IBV_WC_REM_ACCESS_ERR);
-                s = CompState::DONE;
-                break;
-              case wire::aeth::kNakRemoteOperationalError:
-                qp_.counters_.rcvd_nak_rem_op.inc();
-                fail_front(WcStatus::IBV_WC_REM_OP_ERR);
-                s = CompState::DONE;
-                break;
-              default:
-                qp_.counters_.rcvd_nak_other.inc();
-                fail_front(WcStatus::IBV_WC_REM_INV_REQ_ERR);
-                s = CompState::DONE;
-                break;
-            }
-            break;
-          default:  // reserved syndrome type
-            qp_.counters_.unexpected_responses.inc();
-            s = CompState::DONE;
-            break;
-        }
-        break;
-
-      case CompState::READ: {
-        const std::uint32_t mtu = qp_.mtu_bytes();
-        const std::uint64_t off =
-            std::uint64_t{static_cast<std::uint32_t>(wire::psn_distance(psn, st->first_psn))} * mtu;
-        const bool first = pkt.op->is_first();
-        const bool last = pkt.op->is_last();
-        const std::size_t len = pkt.payload.size();
-        // A re-requested READ is answered from a FIRST (or ONLY) at the PSN it asked for.
-        const bool seq_ok = (first || psn != st->first_psn) && (last == (psn == st->last_psn));
-        if (!seq_ok || off + len > w->length || (!last && len != mtu) ||
-            (last && off + len != w->length)) {
-          qp_.counters_.unexpected_responses.inc();
-          fail_front(WcStatus::IBV_WC_BAD_RESP_ERR);
-          s = CompState::DONE;
-          break;
-        }
-        // Scatter into the local SGEs (they need LOCAL_WRITE).
-        std::uint64_t pos = 0;
-        std::size_t done = 0;
-        bool ok = true;
-        for (const Sge& sge : w->sg_list()) {
-          if (done == len) break;
-          if (off + done >= pos + sge.length) {
-            pos += sge.length;
-            continue;
-          }
-          const std::uint64_t in = off + done - pos;
-          const auto take = static_cast<std::uint32_t>(std::min<std::uint64_t>(sge.length - in, len - done));
-          const MrAccess a = qp_.mrs_.check_local(qp_.pd_, sge.lkey, sge.addr + in, take, true);
-          if (!a.ok()) {
-            ok = false;
-            break;
-          }
-          std::memcpy(a.data, pkt.payload.data() + done, take);
-          done += take;
-          pos += sge.length;
-        }
-        if (!ok || done != len) {
-          qp_.counters_.local_prot_err.inc();
-          fail_front(WcStatus::IBV_WC_LOC_PROT_ERR);
-          s = CompState::DONE;
-          break;
-        }
-        comp_psn_ = wire::psn_add(psn, 1);
-        progress(now_ns);
-        s = last ? CompState::COMP_ACK : CompState::DONE;
-        break;
-      }
-
-      case CompState::ATOMIC: {
-        const auto orig = pkt.atomic_ack_eth()->orig_remote_data();  // host order from here on
-        const Sge& sge = w->sge[0];
-        const MrAccess a = w->num_sge == 1 ? qp_.mrs_.check_local(qp_.pd_, sge.lkey, sge.addr, 8, true) : MrAccess{};
-        if (!a.ok()) {
-          qp_.counters_.local_prot_err.inc();
-          fail_front(WcStatus::IBV_WC_LOC_PROT_ERR);
-          s = CompState::DONE;
-          break;
-        }
-        std::memcpy(a.data, &orig, sizeof orig);
-        s = CompState::COMP_ACK;
-        break;
-      }
-
-      case CompState::WRITE_SEND:
-        if (wire::psn_distance(wire::psn_add(psn, 1), comp_psn_) > 0) {
-          comp_psn_ = wire::psn_add(psn, 1);
-          progress(now_ns);
-        }
-        s = psn == st->last_psn ? CompState::COMP_ACK : CompState::DONE;
-        break;
-
-      case CompState::COMP_ACK: {
-        const std::uint32_t last_psn = st->last_psn;
-        if (!complete_front(WcStatus::IBV_WC_SUCCESS)) {
-          s = CompState::DONE;
-          break;
-        }
-        completed_one = true;
-        progress(now_ns);
-        s = CompState::UPDATE_COMP;
-        if (psn == last_psn) s = CompState::DONE;
-        break;
-      }
-
-      case CompState::UPDATE_COMP:
-        qp_.check_sq_drained();
-        check_front_error();
-        s = qp_.attr_.qp_state == QpState::ERR ? CompState::DONE : CompState::GET_WQE;
-        break;
-
-      case CompState::ERROR_RETRY:
-        retry(retry_psn, now_ns, false);
-        s = CompState::DONE;
-        break;
-
-      case CompState::RNR_RETRY: {
-        if (wire::psn_after(psn, comp_psn_)) comp_psn_ = psn;  // the RNR NAK acknowledges what precedes it
-        if (rnr_left_ == 0) {
-          qp_.counters_.rnr_retry_exceeded.inc();
-          fail_front(WcStatus::IBV_WC_RNR_RETRY_EXC_ERR);
-          s = CompState::DONE;
-          break;
-        }
-        if (qp_.attr_.rnr_retry != 7) --rnr_left_;  // 7 = retry for ever (IBA)
-        rnr_psn_ = psn;
-        rnr_deadline_ns_ = now_ns + static_cast<std::int64_t>(rnr_timer_ns(syndrome & wire::aeth::kValueMask));
-        ack_deadline_ns_ = kDisarmed;  // the local ACK timer does not run while we wait
-        s = CompState::DONE;
-        break;
-      }
-
-      case CompState::ERROR:
-      case CompState::DONE:
-        s = CompState::DONE;
-        break;
-    }
-  }
-  if (completed_one) {
+  Response r{pkt, pkt.bth().psn(), aeth ? aeth->syndrome() : wire::aeth::kAck, now_ns, comp_psn_, false, nullptr, nullptr};
+  for (CompState s = CompState::GET_WQE; s != CompState::DONE; s = step(s, r)) last_state_ = s;
+  if (r.completed_one) {
     qp_.check_sq_drained();
     check_front_error();
   }
+}
+
+CompState Completer::step(CompState s, Response& r) {
+  switch (s) {
+    case CompState::GET_WQE: return get_wqe(r);
+    case CompState::CHECK_PSN: return check_psn(r);
+    case CompState::CHECK_ACK: return check_ack(r);
+    case CompState::READ: return read(r);
+    case CompState::ATOMIC: return atomic(r);
+    case CompState::WRITE_SEND: return write_send(r);
+    case CompState::COMP_ACK: return comp_ack(r);
+    case CompState::UPDATE_COMP: return update_comp();
+    case CompState::ERROR_RETRY: return error_retry(r);
+    case CompState::RNR_RETRY: return rnr_retry(r);
+    case CompState::ERROR:
+    case CompState::DONE: break;
+  }
+  return CompState::DONE;
+}
+
+// Counts a response that completes nothing and ends the walk.
+CompState Completer::unexpected() {
+  qp_.counters_.unexpected_responses.inc();
+  return CompState::DONE;
+}
+
+// Completes the front WQE with `status` (the QP goes to ERR) and ends the walk.
+CompState Completer::fail(WcStatus status) {
+  fail_front(status);
+  return CompState::DONE;
+}
+
+CompState Completer::get_wqe(Response& r) {
+  r.w = qp_.sq_.front();
+  r.st = qp_.req_->wqes().empty() ? nullptr : &qp_.req_->wqes().front();
+  if (r.w != nullptr && r.st != nullptr && r.st->started) return CompState::CHECK_PSN;
+  if (!r.completed_one) {
+    if (wire::psn_before(r.psn, comp_psn_)) {
+      qp_.counters_.stale_responses.inc();
+    } else {
+      qp_.counters_.unexpected_responses.inc();
+    }
+  }
+  return CompState::DONE;
+}
+
+CompState Completer::check_psn(Response& r) {
+  if (wire::psn_after(r.psn, r.st->last_psn)) {
+    // The response is past the oldest WQE: it acknowledges a SEND/WRITE
+    // implicitly; a READ/atomic whose response never came is retried.
+    if (!wr_opcode_info(r.w->opcode).is_read_or_atomic()) return CompState::COMP_ACK;
+    r.retry_psn = comp_psn_;
+    return CompState::ERROR_RETRY;
+  }
+  if (wire::psn_before(r.psn, comp_psn_)) {
+    if (!r.completed_one) qp_.counters_.stale_responses.inc();
+    return CompState::DONE;
+  }
+  if (r.completed_one && wire::psn_before(r.psn, r.st->first_psn)) return CompState::DONE;
+  return CompState::CHECK_ACK;
+}
+
+CompState Completer::check_ack(Response& r) {
+  if (r.pkt.op->is(wire::kOpRead)) return check_read_response(r);
+  if (r.pkt.op->opcode == wire::Opcode::kRcAtomicAcknowledge) {
+    const bool ours = wr_opcode_info(r.w->opcode).is(wire::kWrAtomic) && r.psn == r.st->first_psn;
+    return ours ? CompState::ATOMIC : unexpected();
+  }
+  if (r.pkt.op->opcode != wire::Opcode::kRcAcknowledge) return unexpected();
+  switch (r.syndrome & wire::aeth::kTypeMask) {
+    case wire::aeth::kAck:
+      qp_.counters_.rcvd_acks.inc();
+      // An ACK inside a READ/atomic's PSNs carries nothing for it.
+      return wr_opcode_info(r.w->opcode).is_read_or_atomic() ? unexpected() : CompState::WRITE_SEND;
+    case wire::aeth::kRnrNak:
+      qp_.counters_.rcvd_rnr_err.inc();
+      return CompState::RNR_RETRY;
+    case wire::aeth::kNak: return check_nak(r);
+    default: return unexpected();  // reserved syndrome type
+  }
+}
+
+CompState Completer::check_read_response(Response& r) {
+  if (r.w->opcode != WrOpcode::RDMA_READ) return unexpected();
+  if (r.psn == comp_psn_) return CompState::READ;
+  // Responses before this one were lost: re-request the rest once.
+  if (read_retry_latched_) {
+    qp_.counters_.stale_responses.inc();
+    return CompState::DONE;
+  }
+  qp_.counters_.read_resp_gap.inc();
+  read_retry_latched_ = true;
+  r.retry_psn = comp_psn_;
+  return CompState::ERROR_RETRY;
+}
+
+CompState Completer::check_nak(Response& r) {
+  switch (r.syndrome) {
+    case wire::aeth::kNakPsnSeqError:
+      qp_.counters_.rcvd_seq_err.inc();
+      if (rnr_waiting() && r.psn == rnr_psn_) return CompState::DONE;  // already going back there after the RNR wait
+      // Everything before the NAK's PSN is acknowledged.
+      if (wire::psn_after(r.psn, comp_psn_)) {
+        comp_psn_ = r.psn;
+        progress(r.now_ns);
+      }
+      r.retry_psn = r.psn;
+      return CompState::ERROR_RETRY;
+    case wire::aeth::kNakInvalidRequest:
+      qp_.counters_.rcvd_nak_inv_req.inc();
+      return fail(WcStatus::IBV_WC_REM_INV_REQ_ERR);
+    case wire::aeth::kNakRemoteAccessError:
+      qp_.counters_.rcvd_nak_rem_access.inc();
+      return fail(WcStatus::IBV_WC_REM_ACCESS_ERR);
+    case wire::aeth::kNakRemoteOperationalError:
+      qp_.counters_.rcvd_nak_rem_op.inc();
+      return fail(WcStatus::IBV_WC_REM_OP_ERR);
+    default:
+      qp_.counters_.rcvd_nak_other.inc();
+      return fail(WcStatus::IBV_WC_REM_INV_REQ_ERR);
+  }
+}
+
+CompState Completer::read(Response& r) {
+  const std::uint32_t mtu = qp_.mtu_bytes();
+  const WqeTxState& st = *r.st;
+  const std::uint64_t off = std::uint64_t{static_cast<std::uint32_t>(wire::psn_distance(r.psn, st.first_psn))} * mtu;
+  const bool last = r.pkt.op->is_last();
+  const std::size_t len = r.pkt.payload.size();
+  // A re-requested READ is answered from a FIRST (or ONLY) at the PSN it asked for.
+  const bool seq_ok = (r.pkt.op->is_first() || r.psn != st.first_psn) && (last == (r.psn == st.last_psn));
+  if (!seq_ok || off + len > r.w->length || (!last && len != mtu) || (last && off + len != r.w->length)) {
+    qp_.counters_.unexpected_responses.inc();
+    return fail(WcStatus::IBV_WC_BAD_RESP_ERR);
+  }
+  // Into the local SGEs (they need LOCAL_WRITE).
+  if (!qp_.mrs_.scatter(qp_.pd_, r.w->sg_list(), off, r.pkt.payload)) {
+    qp_.counters_.local_prot_err.inc();
+    return fail(WcStatus::IBV_WC_LOC_PROT_ERR);
+  }
+  comp_psn_ = wire::psn_add(r.psn, 1);
+  progress(r.now_ns);
+  return last ? CompState::COMP_ACK : CompState::DONE;
+}
+
+CompState Completer::atomic(Response& r) {
+  const auto orig = r.pkt.atomic_ack_eth()->orig_remote_data();  // host order from here on
+  const Sge& sge = r.w->sge[0];
+  const MrAccess a = r.w->num_sge == 1 ? qp_.mrs_.check_local(qp_.pd_, sge.lkey, sge.addr, 8, true) : MrAccess{};
+  if (!a.ok()) {
+    qp_.counters_.local_prot_err.inc();
+    return fail(WcStatus::IBV_WC_LOC_PROT_ERR);
+  }
+  std::memcpy(a.data, &orig, sizeof orig);
+  return CompState::COMP_ACK;
+}
+
+CompState Completer::write_send(Response& r) {
+  if (wire::psn_distance(wire::psn_add(r.psn, 1), comp_psn_) > 0) {
+    comp_psn_ = wire::psn_add(r.psn, 1);
+    progress(r.now_ns);
+  }
+  return r.psn == r.st->last_psn ? CompState::COMP_ACK : CompState::DONE;
+}
+
+CompState Completer::comp_ack(Response& r) {
+  const std::uint32_t last_psn = r.st->last_psn;
+  if (!complete_front(WcStatus::IBV_WC_SUCCESS)) return CompState::DONE;
+  r.completed_one = true;
+  progress(r.now_ns);
+  return r.psn == last_psn ? CompState::DONE : CompState::UPDATE_COMP;
+}
+
+CompState Completer::update_comp() {
+  qp_.check_sq_drained();
+  check_front_error();
+  return qp_.attr_.qp_state == QpState::ERR ? CompState::DONE : CompState::GET_WQE;
+}
+
+CompState Completer::error_retry(Response& r) {
+  retry(r.retry_psn, r.now_ns, false);
+  return CompState::DONE;
+}
+
+CompState Completer::rnr_retry(Response& r) {
+  if (wire::psn_after(r.psn, comp_psn_)) comp_psn_ = r.psn;  // the RNR NAK acknowledges what precedes it
+  if (rnr_left_ == 0) {
+    qp_.counters_.rnr_retry_exceeded.inc();
+    return fail(WcStatus::IBV_WC_RNR_RETRY_EXC_ERR);
+  }
+  if (qp_.attr_.rnr_retry != 7) --rnr_left_;  // 7 = retry for ever (IBA)
+  rnr_psn_ = r.psn;
+  rnr_deadline_ns_ = r.now_ns + static_cast<std::int64_t>(rnr_timer_ns(r.syndrome & wire::aeth::kValueMask));
+  ack_deadline_ns_ = kDisarmed;  // the local ACK timer does not run while we wait
+  return CompState::DONE;
 }
 
 }  // namespace qpgate::verbs::soft

@@ -2,7 +2,8 @@
 // atomic ACKs for an RC QP; completes send WQEs strictly in order; owns the
 // local ACK timer and the RNR timer and the retry accounting.
 //
-// State machine (CompState + switch, names in comp.cc):
+// State machine, as rxe_comp.c: one function per CompState that returns the
+// next state, driven by on_response's loop (names in comp.cc):
 //   GET_WQE → CHECK_PSN → CHECK_ACK → {READ, ATOMIC, WRITE_SEND} → COMP_ACK
 //   → UPDATE_COMP → DONE, with ERROR_RETRY, RNR_RETRY and ERROR exits.
 //
@@ -37,6 +38,8 @@
 namespace qpgate::verbs::soft {
 
 class SoftQp;
+struct SendWqe;
+struct WqeTxState;
 
 enum class CompState : std::uint8_t {
   GET_WQE,
@@ -76,6 +79,36 @@ class Completer {
 
  private:
   static constexpr std::int64_t kDisarmed = INT64_MAX;
+
+  // The response packet in hand and the send WQE the walk is at.
+  struct Response {
+    const wire::Packet& pkt;
+    std::uint32_t psn;
+    std::uint8_t syndrome;     // AETH (an ACK when there is none)
+    std::int64_t now_ns;
+    std::uint32_t retry_psn;   // where ERROR_RETRY goes back to
+    bool completed_one = false;
+    const SendWqe* w = nullptr;
+    WqeTxState* st = nullptr;
+  };
+
+  // One function per state, each returning the next.
+  CompState step(CompState s, Response& r);
+  CompState get_wqe(Response& r);
+  CompState check_psn(Response& r);
+  CompState check_ack(Response& r);
+  CompState check_read_response(Response& r);
+  CompState check_nak(Response& r);
+  CompState read(Response& r);
+  CompState atomic(Response& r);
+  CompState write_send(Response& r);
+  CompState comp_ack(Response& r);
+  CompState update_comp();
+  CompState error_retry(Response& r);
+  CompState rnr_retry(Response& r);
+  CompState unexpected();
+  CompState fail(WcStatus status);
+
   bool complete_front(WcStatus status);  // false when the QP went to ERR
   void progress(std::int64_t now_ns);    // forward progress: retries reloaded, timer re-armed
   void retry(std::uint32_t psn, std::int64_t now_ns, bool from_timeout);

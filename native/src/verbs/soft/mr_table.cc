@@ -1,6 +1,8 @@
 #include "verbs/soft/mr_table.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace qpgate::verbs::soft {
@@ -118,6 +120,27 @@ MrAccess MrTable::check_local(std::uint32_t pd, std::uint32_t lkey, std::uint64_
   const MrEntry* mr = find_by_lkey(lkey);
   if (mr == nullptr) return {MrCheck::INVALID_KEY};
   return check_range(*mr, pd, addr, len, write ? AccessFlags(Access::LOCAL_WRITE) : AccessFlags());
+}
+
+bool MrTable::scatter(std::uint32_t pd, std::span<const Sge> sges, std::uint64_t offset,
+                      std::span<const std::uint8_t> data) const {
+  std::uint64_t pos = 0;
+  std::size_t done = 0;
+  for (const Sge& s : sges) {
+    if (done == data.size()) break;
+    if (offset + done >= pos + s.length) {
+      pos += s.length;
+      continue;
+    }
+    const std::uint64_t in = offset + done - pos;
+    const auto take = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.length - in, data.size() - done));
+    const MrAccess a = check_local(pd, s.lkey, s.addr + in, take, true);
+    if (!a.ok()) return false;
+    std::memcpy(a.data, data.data() + done, take);
+    done += take;
+    pos += s.length;
+  }
+  return done == data.size();
 }
 
 }  // namespace qpgate::verbs::soft

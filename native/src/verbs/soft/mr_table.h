@@ -17,12 +17,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
 #include "verbs/error.h"
 #include "verbs/soft/key_gen.h"
 #include "verbs/types.h"
+#include "verbs/wr.h"
 
 namespace qpgate::verbs::soft {
 
@@ -105,6 +107,12 @@ class MrTable {
   // needs LOCAL_WRITE).
   MrAccess check_local(std::uint32_t pd, std::uint32_t lkey, std::uint64_t addr, std::uint64_t len,
                        bool write) const;
+
+  // Copies `data` into the local SGEs `sges` from byte `offset` of their
+  // concatenation (a receive, a READ response); false when an SGE fails its
+  // LOCAL_WRITE check or the SGEs end first.
+  bool scatter(std::uint32_t pd, std::span<const Sge> sges, std::uint64_t offset,
+               std::span<const std::uint8_t> data) const;
 
   const MrEntry* find_by_lkey(std::uint32_t lkey) const;
   const MrEntry* find_by_rkey(std::uint32_t rkey) const;

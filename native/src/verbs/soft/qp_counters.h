@@ -58,6 +58,7 @@ class QpCounter {
   X(out_of_seq_request)     /* PSN after the expected one: NAK 0x60 sent (once) */          \
   X(out_of_seq_dropped)     /* further out-of-sequence packets dropped silently */          \
   X(acks_sent)              /* ACKNOWLEDGE packets sent (coalesced) */                      \
+  X(acks_coalesced)         /* ACKs left out: a later ACK, NAK or response covered them */  \
   X(rnr_naks_sent)          /* RNR NAKs sent: no receive WQE */                             \
   X(naks_sent_inv_req)      /* NAK 0x61 sent */                                             \
   X(naks_sent_rem_access)   /* NAK 0x62 sent */                                             \

@@ -14,15 +14,6 @@ bool is_multicast_address(const wire::IpAddress& a) {
   return a.family == wire::IpFamily::kIpv4 ? (a.bytes[0] & 0xf0u) == 0xe0u : a.bytes[0] == 0xff;
 }
 
-bool transport_matches(wire::Transport t, QpType type) {
-  switch (type) {
-    case QpType::RC: return t == wire::Transport::kRc;
-    case QpType::UC: return t == wire::Transport::kUc;
-    case QpType::UD: return t == wire::Transport::kUd;
-  }
-  return false;
-}
-
 bool state_receives(QpState s) {
   return s == QpState::RTR || s == QpState::RTS || s == QpState::SQD || s == QpState::SQE;
 }
@@ -34,7 +25,7 @@ std::string_view icrc_policy_name(IcrcPolicy p) {
 }
 
 bool Ingress::qp_accepts(const SoftQp& qp, const wire::Packet& pkt, const RxMeta& meta) {
-  if (!transport_matches(pkt.op->transport, qp.qp_type())) {
+  if (pkt.op->transport != transport_of(qp.qp_type())) {
     counters_.bad_opcode_for_qp.inc();
     return false;
   }

@@ -1,6 +1,7 @@
 #include "verbs/soft/req.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "verbs/soft/comp.h"
@@ -12,48 +13,22 @@ namespace qpgate::verbs::soft {
 
 namespace {
 
-using wire::Opcode;
-
-bool is_rd_atomic(WrOpcode op) {
-  return op == WrOpcode::RDMA_READ || op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD;
-}
+constexpr std::array<std::string_view, kReqStateCount> kReqStateNames = {
+    "GET_WQE", "CHECK_RD_ATOMIC", "CHECK_WINDOW", "BUILD_PACKET", "SET_ACK_REQ", "TRANSMIT", "UPDATE",
+    "SENT",    "WAIT",            "BACKPRESSURE", "ERROR",        "DONE",
+};
 
 std::uint32_t packets_for(std::uint64_t len, std::uint32_t mtu) {
   if (len == 0) return 1;
   return static_cast<std::uint32_t>((len + mtu - 1) / mtu);
 }
 
-// The RC opcode of packet `pkt` of `n` of a SEND or WRITE; UC adds 0x20.
-std::uint8_t seg_opcode(WrOpcode op, std::uint32_t pkt, std::uint32_t n, bool uc) {
-  const bool first = pkt == 0;
-  const bool last = pkt + 1 == n;
-  Opcode o{};
-  switch (op) {
-    case WrOpcode::SEND:
-      o = first && last ? Opcode::kRcSendOnly : first ? Opcode::kRcSendFirst : last ? Opcode::kRcSendLast
-                                                                             : Opcode::kRcSendMiddle;
-      break;
-    case WrOpcode::SEND_WITH_IMM:
-      o = first && last ? Opcode::kRcSendOnlyWithImm : first ? Opcode::kRcSendFirst
-                                                    : last   ? Opcode::kRcSendLastWithImm
-                                                             : Opcode::kRcSendMiddle;
-      break;
-    case WrOpcode::RDMA_WRITE:
-      o = first && last ? Opcode::kRcRdmaWriteOnly : first ? Opcode::kRcRdmaWriteFirst
-                                                  : last   ? Opcode::kRcRdmaWriteLast
-                                                           : Opcode::kRcRdmaWriteMiddle;
-      break;
-    case WrOpcode::RDMA_WRITE_WITH_IMM:
-      o = first && last ? Opcode::kRcRdmaWriteOnlyWithImm : first ? Opcode::kRcRdmaWriteFirst
-                                                         : last   ? Opcode::kRcRdmaWriteLastWithImm
-                                                                  : Opcode::kRcRdmaWriteMiddle;
-      break;
-    default: break;
-  }
-  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(o) + (uc ? 0x20 : 0));
-}
-
 }  // namespace
+
+std::string_view req_state_name(ReqState s) {
+  const auto i = static_cast<std::size_t>(s);
+  return i < kReqStateNames.size() ? kReqStateNames[i] : std::string_view("UNKNOWN");
+}
 
 Requester::Requester(SoftQp& qp) : qp_(qp) {}
 
@@ -97,15 +72,18 @@ bool Requester::idle() const {
 }
 
 int Requester::run(std::int64_t now_ns) {
+  // Every duty-cycle pass comes here; an idle QP answers with this one test
+  // rather than an Outgoing built and GET_WQE walked (the same DONE).
+  if (!has_work()) return 0;
   int sent = 0;
   // Bounded so one busy QP cannot starve the others on the engine thread.
   while (sent < 256) {
-    const Step s = send_one(now_ns);
-    if (s == Step::SENT) {
+    const ReqState s = send_one(now_ns);
+    if (s == ReqState::SENT) {
       ++sent;
       continue;
     }
-    if (s == Step::ERROR) {
+    if (s == ReqState::ERROR) {
       error_stop_ = true;
       qp_.comp_->check_front_error();
     }
@@ -177,7 +155,7 @@ bool Requester::gather(const SendWqe& w, std::uint64_t offset, std::uint32_t len
   return done == len;
 }
 
-void Requester::complete_unreliable_front(std::int64_t /*now_ns*/) {
+void Requester::complete_unreliable_front() {
   const SendWqe* w = qp_.sq_.front();
   if (w == nullptr) return;
   if (w->signaled()) {
@@ -192,155 +170,184 @@ void Requester::complete_unreliable_front(std::int64_t /*now_ns*/) {
   on_front_completed();
 }
 
-Requester::Step Requester::send_one(std::int64_t now_ns) {
-  if (!qp_.sends_allowed() || error_stop_) return Step::DONE;
-  const bool rc = qp_.type_ == QpType::RC;
-  if (rc && qp_.comp_->rnr_waiting()) return Step::WAIT;
-  const SendWqe* w = qp_.sq_.at(cur_);
-  if (w == nullptr) return Step::DONE;
-  WqeTxState& st = wqes_[cur_];
-  if (st.local_error != WcStatus::IBV_WC_SUCCESS) return Step::ERROR;
-  const bool fresh = !st.started;
-  if (fresh && qp_.attr_.qp_state == QpState::SQD) return Step::DONE;  // draining: no new message
+// ---------------------------------------------------------------- the state machine
 
-  const std::uint32_t mtu = qp_.mtu_bytes();
-  const bool atomic = w->opcode == WrOpcode::ATOMIC_CMP_AND_SWP || w->opcode == WrOpcode::ATOMIC_FETCH_AND_ADD;
-  const std::uint32_t npkts = fresh ? (atomic ? 1 : packets_for(w->length, mtu)) : st.npkts;
-  if (fresh && rc && is_rd_atomic(w->opcode)) {
+// One packet: the states from GET_WQE to the first end state (SENT and after).
+ReqState Requester::send_one(std::int64_t now_ns) {
+  Outgoing p;
+  p.now_ns = now_ns;
+  ReqState s = ReqState::GET_WQE;
+  while (!req_state_ends(s)) {
+    last_state_ = s;
+    s = step(s, p);
+  }
+  return s;
+}
+
+ReqState Requester::step(ReqState s, Outgoing& p) {
+  switch (s) {
+    case ReqState::GET_WQE: return get_wqe(p);
+    case ReqState::CHECK_RD_ATOMIC: return check_rd_atomic(p);
+    case ReqState::CHECK_WINDOW: return check_window(p);
+    case ReqState::BUILD_PACKET: return build_packet(p);
+    case ReqState::SET_ACK_REQ: return set_ack_req(p);
+    case ReqState::TRANSMIT: return transmit(p);
+    case ReqState::UPDATE: return update(p);
+    default: return s;
+  }
+}
+
+ReqState Requester::get_wqe(Outgoing& p) {
+  if (!qp_.sends_allowed() || error_stop_) return ReqState::DONE;
+  p.rc = qp_.type_ == QpType::RC;
+  if (p.rc && qp_.comp_->rnr_waiting()) return ReqState::WAIT;
+  p.w = qp_.sq_.at(cur_);
+  if (p.w == nullptr) return ReqState::DONE;
+  p.st = &wqes_[cur_];
+  if (p.st->local_error != WcStatus::IBV_WC_SUCCESS) return ReqState::ERROR;
+  p.fresh = !p.st->started;
+  if (p.fresh && qp_.attr_.qp_state == QpState::SQD) return ReqState::DONE;  // draining: no new message
+  p.info = &wr_opcode_info(p.w->opcode);
+  const bool one_packet = p.info->is(wire::kWrAtomic);
+  p.npkts = p.fresh ? (one_packet ? 1 : packets_for(p.w->length, qp_.mtu_bytes())) : p.st->npkts;
+  return ReqState::CHECK_RD_ATOMIC;
+}
+
+// At most max_rd_atomic READs/atomics outstanding.
+ReqState Requester::check_rd_atomic(Outgoing& p) {
+  if (p.fresh && p.rc && p.info->is_read_or_atomic()) {
     const std::uint32_t depth = std::max<std::uint32_t>(1, qp_.attr_.max_rd_atomic);
     if (rd_atomic_ >= depth) {
       qp_.counters_.rd_atomic_waits.inc();
-      return Step::WAIT;
+      return ReqState::WAIT;
     }
   }
-  const std::uint32_t psn = fresh ? next_psn_ : wire::psn_add(st.first_psn, cur_pkt_);
-  if (rc && wire::psn_distance(psn, qp_.comp_->comp_psn()) >= static_cast<std::int32_t>(kMaxUnackedPsns)) {
+  return ReqState::CHECK_WINDOW;
+}
+
+// At most kMaxUnackedPsns PSNs in flight.
+ReqState Requester::check_window(Outgoing& p) {
+  p.psn = p.fresh ? next_psn_ : wire::psn_add(p.st->first_psn, cur_pkt_);
+  if (p.rc && wire::psn_distance(p.psn, qp_.comp_->comp_psn()) >= static_cast<std::int32_t>(kMaxUnackedPsns)) {
     qp_.counters_.window_waits.inc();
-    return Step::WAIT;
+    return ReqState::WAIT;
   }
+  return ReqState::BUILD_PACKET;
+}
 
-  wire::PacketFields f;
+ReqState Requester::build_packet(Outgoing& p) {
+  const SendWqe& w = *p.w;
+  wire::PacketFields& f = p.f;
   f.bth.pkey = qp_.pkey_;
-  f.bth.psn = psn;
+  f.bth.psn = p.psn;
   f.bth.dest_qpn = qp_.attr_.dest_qp_num;
-  std::span<const std::uint8_t> payload;
-  bool last_pkt = cur_pkt_ + 1 >= npkts;
-
-  switch (w->opcode) {
-    case WrOpcode::SEND:
-    case WrOpcode::SEND_WITH_IMM:
-    case WrOpcode::RDMA_WRITE:
-    case WrOpcode::RDMA_WRITE_WITH_IMM: {
-      const std::uint64_t off = std::uint64_t{cur_pkt_} * mtu;
-      const auto len = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu, w->length - std::min(off, w->length)));
-      if (payload_.size() < mtu) payload_.resize(mtu);
-      if (!gather(*w, off, len, payload_.data())) {
-        qp_.counters_.local_prot_err.inc();
-        st.local_error = WcStatus::IBV_WC_LOC_PROT_ERR;
-        return Step::ERROR;
-      }
-      payload = std::span<const std::uint8_t>(payload_.data(), len);
-      if (qp_.type_ == QpType::UD) {
-        f.bth.opcode = static_cast<std::uint8_t>(w->opcode == WrOpcode::SEND_WITH_IMM ? Opcode::kUdSendOnlyWithImm
-                                                                                      : Opcode::kUdSendOnly);
-      } else {
-        f.bth.opcode = seg_opcode(w->opcode, cur_pkt_, npkts, qp_.type_ == QpType::UC);
-      }
-      const bool with_imm = w->opcode == WrOpcode::SEND_WITH_IMM || w->opcode == WrOpcode::RDMA_WRITE_WITH_IMM;
-      f.imm = with_imm ? w->imm_data : 0;
-      // Solicited event: on the last packet of a SEND or a WRITE with immediate (IBA 9.2.3).
-      f.bth.solicited = last_pkt && w->send_flags.has(SendFlag::SOLICITED) &&
-                        (w->opcode != WrOpcode::RDMA_WRITE);
-      if (cur_pkt_ == 0) f.reth = wire::RethFields{w->rdma.remote_addr, w->rdma.rkey, static_cast<std::uint32_t>(w->length)};
-      break;
-    }
-    case WrOpcode::RDMA_READ: {
-      const std::uint64_t off = std::uint64_t{cur_pkt_} * mtu;
-      f.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcRdmaReadRequest);
-      f.reth = wire::RethFields{w->rdma.remote_addr + off, w->rdma.rkey,
-                                static_cast<std::uint32_t>(w->length - std::min(off, w->length))};
-      last_pkt = true;
-      break;
-    }
-    case WrOpcode::ATOMIC_CMP_AND_SWP:
-      f.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcCompareSwap);
-      f.atomic_eth = wire::AtomicEthFields{w->atomic.remote_addr, w->atomic.rkey, w->atomic.swap, w->atomic.compare_add};
-      last_pkt = true;
-      break;
-    case WrOpcode::ATOMIC_FETCH_AND_ADD:
-      f.bth.opcode = static_cast<std::uint8_t>(Opcode::kRcFetchAdd);
-      f.atomic_eth = wire::AtomicEthFields{w->atomic.remote_addr, w->atomic.rkey, w->atomic.compare_add, 0};
-      last_pkt = true;
-      break;
+  f.bth.opcode = p.info->packet_opcode(cur_pkt_, p.npkts, transport_of(qp_.type_));
+  p.last_pkt = cur_pkt_ + 1 >= p.npkts;
+  const std::uint64_t off = std::uint64_t{cur_pkt_} * qp_.mtu_bytes();
+  if (p.info->is(wire::kWrRead)) {
+    f.reth = wire::RethFields{w.rdma.remote_addr + off, w.rdma.rkey,
+                              static_cast<std::uint32_t>(w.length - std::min(off, w.length))};
+    p.last_pkt = true;  // one request packet, however many PSNs its responses take
+  } else if (p.info->is(wire::kWrAtomic)) {
+    const bool cas = w.opcode == WrOpcode::ATOMIC_CMP_AND_SWP;
+    f.atomic_eth = wire::AtomicEthFields{w.atomic.remote_addr, w.atomic.rkey, cas ? w.atomic.swap : w.atomic.compare_add,
+                                         cas ? w.atomic.compare_add : 0};
+    p.last_pkt = true;
+  } else if (!build_data_packet(p, off)) {
+    qp_.counters_.local_prot_err.inc();
+    p.st->local_error = WcStatus::IBV_WC_LOC_PROT_ERR;
+    return ReqState::ERROR;
   }
-  if (rc) {
-    // Coalesced: the end of a message asks for an ACK when someone waits for
-    // it (a signaled WQE, the last WQE posted so far); otherwise every
-    // kMaxPktsPerAck packets do. READ/atomic responses are answers anyway.
-    // After a go-back-N every resent packet asks, so one lost ACK cannot
-    // stall recovery.
-    const bool wanted = w->signaled() || cur_ + 1 >= qp_.sq_.size();
-    f.bth.ack_req = (last_pkt && wanted) || is_rd_atomic(w->opcode) || noack_pkts_ + 1 >= kMaxPktsPerAck ||
-                    (resending_ && wire::psn_before(psn, resend_until_));
-    if (resending_ && !wire::psn_before(psn, resend_until_)) resending_ = false;
-  }
+  return p.rc ? ReqState::SET_ACK_REQ : ReqState::TRANSMIT;
+}
 
+// A SEND or WRITE packet: its slice of the message, immediate, RETH, solicited.
+bool Requester::build_data_packet(Outgoing& p, std::uint64_t off) {
+  const SendWqe& w = *p.w;
+  const std::uint32_t mtu = qp_.mtu_bytes();
+  const auto len = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu, w.length - std::min(off, w.length)));
+  if (payload_.size() < mtu) payload_.resize(mtu);
+  if (!gather(w, off, len, payload_.data())) return false;
+  p.payload = std::span<const std::uint8_t>(payload_.data(), len);
+  p.f.imm = p.info->is(wire::kWrImm) ? w.imm_data : 0;
+  // Solicited event: on the last packet of a SEND or a WRITE with immediate (IBA 9.2.3).
+  p.f.bth.solicited = p.last_pkt && w.send_flags.has(SendFlag::SOLICITED) &&
+                      (p.info->is(wire::kWrSend) || p.info->is(wire::kWrImm));
+  if (cur_pkt_ == 0) p.f.reth = wire::RethFields{w.rdma.remote_addr, w.rdma.rkey, static_cast<std::uint32_t>(w.length)};
+  return true;
+}
+
+// Coalesced: the end of a message asks for an ACK when someone waits for it
+// (a signaled WQE, the last WQE posted so far); otherwise every
+// kMaxPktsPerAck packets do. READ/atomic responses are answers anyway. After
+// a go-back-N every resent packet asks, so one lost ACK cannot stall recovery.
+ReqState Requester::set_ack_req(Outgoing& p) {
+  const bool wanted = p.w->signaled() || cur_ + 1 >= qp_.sq_.size();
+  const bool resend = resending_ && wire::psn_before(p.psn, resend_until_);
+  p.f.bth.ack_req = (p.last_pkt && wanted) || p.info->is_read_or_atomic() || noack_pkts_ + 1 >= kMaxPktsPerAck || resend;
+  if (resending_ && !resend) resending_ = false;
+  return ReqState::TRANSMIT;
+}
+
+ReqState Requester::transmit(Outgoing& p) {
   bool ok = false;
   if (qp_.type_ == QpType::UD) {
-    const AhAttr& ah = w->ud.ah->attr();
-    f.bth.dest_qpn = w->ud.remote_qpn;
+    const SendWqe& w = *p.w;
+    const AhAttr& ah = w.ud.ah->attr();
+    p.f.bth.dest_qpn = w.ud.remote_qpn;
     // A Q_Key with the high bit set in the WR means "use the QP's own" (IBA 10.2.5 controlled Q_Keys).
-    f.deth.qkey = (w->ud.remote_qkey & kControlledQkeyBit) != 0 ? qp_.attr_.qkey : w->ud.remote_qkey;
-    f.deth.src_qpn = qp_.qpn_;
+    p.f.deth.qkey = (w.ud.remote_qkey & kControlledQkeyBit) != 0 ? qp_.attr_.qkey : w.ud.remote_qkey;
+    p.f.deth.src_qpn = qp_.qpn_;
     wire::UdpFlow flow;
     flow.src = qp_.local_ip_;
     flow.dst = ip_from_gid(ah.dgid);
     flow.src_port = ah.udp_sport != 0 ? ah.udp_sport : wire::roce_src_port(qp_.qpn_);
-    ok = qp_.transmit_to(f, payload, flow, ah.traffic_class, ah.hop_limit);
+    ok = qp_.transmit_to(p.f, p.payload, flow, ah.traffic_class, ah.hop_limit);
   } else {
-    ok = qp_.transmit(f, payload);
+    ok = qp_.transmit(p.f, p.payload);
   }
-  if (!ok) return Step::BACKPRESSURE;
+  return ok ? ReqState::UPDATE : ReqState::BACKPRESSURE;
+}
 
-  // Committed: the packet is on its way.
+// Committed: the packet is on its way; the WQE's PSNs and the cursor move on.
+ReqState Requester::update(Outgoing& p) {
+  WqeTxState& st = *p.st;
   qp_.counters_.sent_requests.inc();
-  if (fresh) {
+  if (p.fresh) {
     st.started = true;
     st.first_psn = next_psn_;
-    st.npkts = npkts;
-    st.last_psn = wire::psn_add(st.first_psn, npkts - 1);
-    next_psn_ = wire::psn_add(st.first_psn, npkts);
-    if (rc && is_rd_atomic(w->opcode)) {
+    st.npkts = p.npkts;
+    st.last_psn = wire::psn_add(st.first_psn, p.npkts - 1);
+    next_psn_ = wire::psn_add(st.first_psn, p.npkts);
+    if (p.rc && p.info->is_read_or_atomic()) {
       st.rd_atomic = true;
       ++rd_atomic_;
     }
   }
-  if (rc) {
-    // A retransmission is a PSN sent before (the later packets of a
-    // message are not: they go out for the first time).
-    if (wire::psn_before(psn, sent_psn_)) qp_.counters_.retransmitted_pkts.inc();
-    const std::uint32_t high = w->opcode == WrOpcode::RDMA_READ ? wire::psn_add(st.last_psn, 1) : wire::psn_add(psn, 1);
-    if (wire::psn_after(high, sent_psn_)) sent_psn_ = high;
-  }
-  if (qp_.type_ != QpType::RC) {
+  if (!p.rc) {
     // UC/UD: PSNs still advance per packet (the receiver of UC checks them).
-    if (last_pkt) {
-      cur_pkt_ = 0;
-      complete_unreliable_front(now_ns);
-    } else {
+    if (!p.last_pkt) {
       ++cur_pkt_;
+      return ReqState::SENT;
     }
-    return Step::SENT;
+    cur_pkt_ = 0;
+    complete_unreliable_front();
+    return ReqState::SENT;
   }
-  noack_pkts_ = f.bth.ack_req ? 0 : noack_pkts_ + 1;
-  qp_.comp_->on_request_sent(now_ns);
-  if (last_pkt) {
+  // A retransmission is a PSN sent before (the later packets of a message
+  // are not: they go out for the first time).
+  if (wire::psn_before(p.psn, sent_psn_)) qp_.counters_.retransmitted_pkts.inc();
+  const std::uint32_t high = p.info->is(wire::kWrRead) ? wire::psn_add(st.last_psn, 1) : wire::psn_add(p.psn, 1);
+  if (wire::psn_after(high, sent_psn_)) sent_psn_ = high;
+  noack_pkts_ = p.f.bth.ack_req ? 0 : noack_pkts_ + 1;
+  qp_.comp_->on_request_sent(p.now_ns);
+  if (p.last_pkt) {
     ++cur_;
     cur_pkt_ = 0;
   } else {
     ++cur_pkt_;
   }
-  return Step::SENT;
+  return ReqState::SENT;
 }
 
 }  // namespace qpgate::verbs::soft

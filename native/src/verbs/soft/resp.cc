@@ -20,7 +20,6 @@ constexpr std::array<std::string_view, kRespStateCount> kRespStateNames = {
 };
 
 constexpr std::uint8_t kNoOpcode = 0xff;
-constexpr std::uint8_t kAckUnlimited = wire::aeth::kAck | wire::aeth::kCreditsInvalid;  // 0x1f, as rxe
 constexpr std::size_t kGrhBytes = 40;
 
 // kOpSend marks "consumes a receive WQE", which WRITE_*_WITH_IMM do too.
@@ -40,21 +39,6 @@ std::string_view resp_state_name(RespState s) {
   return i < kRespStateNames.size() ? kRespStateNames[i] : std::string_view("UNKNOWN");
 }
 
-// ---------------------------------------------------------------- AtomicCache
-
-void AtomicCache::put(std::uint32_t psn, std::uint64_t orig) {
-  e_[next_] = Entry{psn, orig};
-  next_ = (next_ + 1) % kEntries;
-  if (n_ < kEntries) ++n_;
-}
-
-std::optional<std::uint64_t> AtomicCache::get(std::uint32_t psn) const {
-  for (std::size_t i = 0; i < n_; ++i) {
-    if (e_[i].psn == psn) return e_[i].orig;
-  }
-  return std::nullopt;
-}
-
 // ---------------------------------------------------------------- Responder
 
 Responder::Responder(SoftQp& qp) : qp_(qp) {}
@@ -70,6 +54,7 @@ void Responder::reset() {
   uc_drop_ = false;
   atomics_.clear();
   pending_ack_.reset();
+  ack_owed_.reset();
   pending_reads_.clear();
 }
 
@@ -95,32 +80,8 @@ bool Responder::take_recv_wqe() {
   return true;
 }
 
-namespace {
-// Copies `data` into the receive WQE's SGEs from byte `offset`; false when an SGE fails its lkey check.
-bool scatter_into(const MrTable& mrs, std::uint32_t pd, const RecvWqe& w, std::uint64_t offset,
-                  std::span<const std::uint8_t> data) {
-  std::uint64_t pos = 0;
-  std::size_t done = 0;
-  for (const Sge& s : w.sg_list()) {
-    if (done == data.size()) break;
-    if (offset + done >= pos + s.length) {
-      pos += s.length;
-      continue;
-    }
-    const std::uint64_t in = offset + done - pos;
-    const auto take = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.length - in, data.size() - done));
-    const MrAccess a = mrs.check_local(pd, s.lkey, s.addr + in, take, true);
-    if (!a.ok()) return false;
-    std::memcpy(a.data, data.data() + done, take);
-    done += take;
-    pos += s.length;
-  }
-  return done == data.size();
-}
-}  // namespace
-
 bool Responder::scatter(const wire::Packet& pkt, std::uint64_t offset) {
-  return scatter_into(qp_.mrs_, qp_.pd_, *wqe_, offset, pkt.payload);
+  return qp_.mrs_.scatter(qp_.pd_, wqe_->sg_list(), offset, pkt.payload);
 }
 
 bool Responder::complete_recv(WcStatus status, std::uint32_t byte_len, const wire::Packet* pkt, bool write_imm) {
@@ -145,89 +106,6 @@ bool Responder::complete_recv(WcStatus status, std::uint32_t byte_len, const wir
   wqe_.reset();
   recv_offset_ = 0;
   return qp_.complete_recv(wc);
-}
-
-void Responder::send_ack(std::uint8_t syndrome, std::uint32_t psn) {
-  // Responses leave in PSN order: an ACK never overtakes READ responses held by back-pressure.
-  if (pending_reads_.empty()) {
-    wire::PacketFields f;
-    f.bth.opcode = static_cast<std::uint8_t>(wire::Opcode::kRcAcknowledge);
-    f.bth.pkey = qp_.pkey_;
-    f.bth.dest_qpn = qp_.attr_.dest_qp_num;
-    f.bth.psn = psn;
-    f.aeth = wire::AethFields{syndrome, msn_};
-    if (qp_.transmit(f, {})) {
-      if ((syndrome & wire::aeth::kTypeMask) == wire::aeth::kAck) qp_.counters_.acks_sent.inc();
-      pending_ack_.reset();
-      return;
-    }
-  }
-  pending_ack_ = PendingAck{syndrome, psn};  // the newest answer supersedes an older one
-}
-
-bool Responder::send_atomic_ack(std::uint32_t psn, std::uint64_t orig) {
-  wire::PacketFields f;
-  f.bth.opcode = static_cast<std::uint8_t>(wire::Opcode::kRcAtomicAcknowledge);
-  f.bth.pkey = qp_.pkey_;
-  f.bth.dest_qpn = qp_.attr_.dest_qp_num;
-  f.bth.psn = psn;
-  f.aeth = wire::AethFields{kAckUnlimited, msn_};
-  f.orig_remote_data = orig;
-  // Lost to back-pressure, it is like a lost packet: the requester retries
-  // and the duplicate is answered from the cache.
-  return qp_.transmit(f, {});
-}
-
-bool Responder::pump_read(PendingRead& r) {
-  const std::uint32_t mtu = qp_.mtu_bytes();
-  while (true) {
-    const std::uint32_t n = std::min(mtu, r.remaining);
-    const bool last = r.remaining <= mtu;
-    wire::Opcode op = r.first ? (last ? wire::Opcode::kRcRdmaReadResponseOnly : wire::Opcode::kRcRdmaReadResponseFirst)
-                              : (last ? wire::Opcode::kRcRdmaReadResponseLast : wire::Opcode::kRcRdmaReadResponseMiddle);
-    // Checked per packet: the region may have been deregistered since the request.
-    const MrAccess a = qp_.mrs_.check_remote(qp_.pd_, r.rkey, r.va, n, Access::REMOTE_READ);
-    if (!a.ok()) {
-      qp_.counters_.naks_sent_rem_access.inc();
-      r.remaining = 0;
-      class_c_error(wire::aeth::kNakRemoteAccessError, r.psn);
-      return true;
-    }
-    wire::PacketFields f;
-    f.bth.opcode = static_cast<std::uint8_t>(op);
-    f.bth.pkey = qp_.pkey_;
-    f.bth.dest_qpn = qp_.attr_.dest_qp_num;
-    f.bth.psn = r.psn;
-    f.aeth = wire::AethFields{kAckUnlimited, msn_};
-    if (!qp_.transmit(f, std::span<const std::uint8_t>(a.data, n))) return false;
-    r.psn = wire::psn_add(r.psn, 1);
-    r.va += n;
-    r.remaining -= n;
-    r.first = false;
-    if (last) return true;
-  }
-}
-
-int Responder::flush_pending() {
-  int sent = 0;
-  while (!pending_reads_.empty()) {
-    if (!pump_read(pending_reads_.front())) return sent;
-    pending_reads_.pop_front();
-    ++sent;
-  }
-  if (pending_ack_) {
-    const PendingAck a = *pending_ack_;
-    send_ack(a.syndrome, a.psn);
-    if (!pending_ack_) ++sent;
-  }
-  return sent;
-}
-
-void Responder::class_c_error(std::uint8_t nak, std::uint32_t psn) {
-  send_ack(nak, psn);
-  if (nak == wire::aeth::kNakInvalidRequest) qp_.raise(EventType::QP_REQ_ERR);
-  if (nak == wire::aeth::kNakRemoteAccessError) qp_.raise(EventType::QP_ACCESS_ERR);
-  qp_.enter_error();
 }
 
 void Responder::receive_ud(const wire::Packet& pkt, const RxMeta& meta) {
@@ -259,7 +137,8 @@ void Responder::receive_ud(const wire::Packet& pkt, const RxMeta& meta) {
       std::memcpy(grh.data(), hdr.data(), wire::kIpv6HeaderBytes);
     }
   }
-  if (!scatter_into(qp_.mrs_, qp_.pd_, *wqe_, 0, grh) || !scatter_into(qp_.mrs_, qp_.pd_, *wqe_, kGrhBytes, pkt.payload)) {
+  if (!qp_.mrs_.scatter(qp_.pd_, wqe_->sg_list(), 0, grh) ||
+      !qp_.mrs_.scatter(qp_.pd_, wqe_->sg_list(), kGrhBytes, pkt.payload)) {
     qp_.counters_.local_prot_err.inc();
     complete_recv(WcStatus::IBV_WC_LOC_PROT_ERR, 0, &pkt, false);
     return;
@@ -267,342 +146,332 @@ void Responder::receive_ud(const wire::Packet& pkt, const RxMeta& meta) {
   complete_recv(WcStatus::IBV_WC_SUCCESS, static_cast<std::uint32_t>(total), &pkt, false);
 }
 
+// ---------------------------------------------------------------- the state machine
+
 void Responder::on_request(const wire::Packet& pkt, const RxMeta& meta) {
   if (qp_.type_ == QpType::UD) {
     receive_ud(pkt, meta);
     return;
   }
-  const bool rc = qp_.type_ == QpType::RC;
-  const wire::OpcodeInfo* op = pkt.op;
-  if ((rc && op->transport != wire::Transport::kRc) || (!rc && op->transport != wire::Transport::kUc)) {
+  if (pkt.op->transport != transport_of(qp_.type_)) {
     qp_.counters_.drops_bad_state.inc();
     return;
   }
-  const std::uint8_t opcode = pkt.bth().opcode();
-  const std::uint32_t psn = pkt.bth().psn();
-  const std::uint32_t mtu = qp_.mtu_bytes();
-  const std::size_t len = pkt.payload.size();
-  MrAccess access;
-  RespState s = RespState::CHK_PSN;
+  Request r{pkt, pkt.op, pkt.bth().opcode(), pkt.bth().psn(), pkt.payload.size(), qp_.type_ == QpType::RC, {}};
+  for (RespState s = RespState::CHK_PSN; s != RespState::DONE; s = step(s, r)) last_state_ = s;
+}
 
-  // UC: give up the message in progress; its receive WQE is kept for the next one.
-  const auto uc_abandon = [&] {
-    if (cur_opcode_ != kNoOpcode) qp_.counters_.uc_msgs_dropped.inc();
-    cur_opcode_ = kNoOpcode;
-    recv_offset_ = 0;
-  };
-
-  while (s != RespState::DONE) {
-    last_state_ = s;
-    switch (s) {
-      case RespState::CHK_PSN: {
-        if (rc) {
-          const std::int32_t d = wire::psn_distance(psn, epsn_);
-          if (d > 0) {
-            if (sent_psn_nak_) {
-              qp_.counters_.out_of_seq_dropped.inc();
-              s = RespState::DONE;
-            } else {
-              sent_psn_nak_ = true;
-              qp_.counters_.out_of_seq_request.inc();
-              s = RespState::ERR_PSN_OUT_OF_SEQ;
-            }
-          } else if (d < 0) {
-            qp_.counters_.duplicate_request.inc();
-            s = RespState::DUPLICATE_REQUEST;
-          } else {
-            sent_psn_nak_ = false;
-            s = RespState::CHK_OP_SEQ;
-          }
-          break;
-        }
-        // UC: a gap loses the message in progress; resume at a FIRST/ONLY.
-        if (psn != epsn_) {
-          uc_abandon();
-          epsn_ = psn;
-          uc_drop_ = !op->is_first();
-        }
-        if (uc_drop_ && !op->is_first()) {
-          qp_.counters_.uc_pkts_dropped.inc();
-          epsn_ = wire::psn_add(psn, 1);
-          s = RespState::DONE;
-          break;
-        }
-        uc_drop_ = false;
-        s = RespState::CHK_OP_SEQ;
-        break;
-      }
-
-      case RespState::CHK_OP_SEQ: {
-        bool ok;
-        if (opcode_in_send(cur_opcode_) && cur_opcode_ != kNoOpcode) {
-          ok = is_send(op) && !op->is_first();
-        } else if (opcode_in_write(cur_opcode_)) {
-          ok = is_write(op) && !op->is_first();
-        } else {
-          ok = op->is_first();
-        }
-        if (ok) {
-          s = RespState::CHK_OP_VALID;
-        } else {
-          qp_.counters_.opcode_seq_err.inc();
-          if (rc) {
-            s = RespState::ERR_INVALID_REQUEST;
-          } else if (op->is_first()) {
-            uc_abandon();  // the tail of the previous message was lost
-            s = RespState::CHK_OP_VALID;
-          } else {
-            s = RespState::DROP;
-          }
-        }
-        break;
-      }
-
-      case RespState::CHK_OP_VALID: {
-        const AccessFlags qa = qp_.attr_.qp_access_flags;
-        const bool ok = (!is_write(op) || qa.has(Access::REMOTE_WRITE)) && (!is_read(op) || qa.has(Access::REMOTE_READ)) &&
-                        (!is_atomic(op) || qa.has(Access::REMOTE_ATOMIC));
-        s = ok ? RespState::CHK_RESOURCE : (rc ? RespState::ERR_INVALID_REQUEST : RespState::DROP);
-        break;
-      }
-
-      case RespState::CHK_RESOURCE: {
-        const bool needs_wqe = (is_send(op) && op->is_first()) || (is_write(op) && op->is(wire::kOpImm));
-        if (needs_wqe && !take_recv_wqe()) {
-          s = rc ? RespState::ERR_RNR : RespState::DROP;
-          break;
-        }
-        s = RespState::CHK_LENGTH;
-        break;
-      }
-
-      case RespState::CHK_LENGTH: {
-        if (op->carries_payload() && (len > mtu || (!op->is_last() && len != mtu))) {
-          s = rc ? RespState::ERR_INVALID_REQUEST : RespState::DROP;
-          break;
-        }
-        if (is_send(op) && recv_offset_ + len > wqe_->length) {
-          s = RespState::ERR_LENGTH;
-          break;
-        }
-        if (is_write(op)) {
-          if (op->is_first()) {
-            const auto reth = pkt.reth();
-            write_va_ = reth->va();
-            write_rkey_ = reth->rkey();
-            write_len_ = reth->dma_len();
-            write_resid_ = write_len_;
-          }
-          const bool bad = len > write_resid_ || (op->is_last() && len != write_resid_);
-          if (bad) {
-            s = rc ? RespState::ERR_INVALID_REQUEST : RespState::DROP;
-            break;
-          }
-        }
-        s = RespState::CHK_RKEY;
-        break;
-      }
-
-      case RespState::CHK_RKEY: {
-        if (is_write(op) && op->is_first()) {
-          access = qp_.mrs_.check_remote(qp_.pd_, write_rkey_, write_va_, write_len_, Access::REMOTE_WRITE);
-        } else if (is_read(op)) {
-          const auto reth = pkt.reth();
-          access = qp_.mrs_.check_remote(qp_.pd_, reth->rkey(), reth->va(), reth->dma_len(), Access::REMOTE_READ);
-        } else if (is_atomic(op)) {
-          const auto a = pkt.atomic_eth();
-          access = qp_.mrs_.check_atomic(qp_.pd_, a->rkey(), a->va());
-        } else {
-          access = MrAccess{MrCheck::OK};
-        }
-        if (access.ok()) {
-          s = RespState::EXECUTE;
-        } else if (!rc) {
-          s = RespState::DROP;
-        } else if (remote_nak_is_invalid_request(access.check)) {
-          s = RespState::ERR_INVALID_REQUEST;
-        } else {
-          s = RespState::ERR_REMOTE_ACCESS;
-        }
-        break;
-      }
-
-      case RespState::EXECUTE: {
-        if (is_send(op)) {
-          if (!scatter(pkt, recv_offset_)) {
-            s = RespState::ERR_LOCAL;
-            break;
-          }
-          recv_offset_ += len;
-        } else if (is_write(op) && len > 0) {
-          // Checked again per packet: the region may have gone since the FIRST.
-          const MrAccess a = qp_.mrs_.check_remote(qp_.pd_, write_rkey_, write_va_, len, Access::REMOTE_WRITE);
-          if (!a.ok()) {
-            s = rc ? RespState::ERR_REMOTE_ACCESS : RespState::DROP;
-            break;
-          }
-          std::memcpy(a.data, pkt.payload.data(), len);
-          write_va_ += len;
-          write_resid_ -= static_cast<std::uint32_t>(len);
-        }
-        if (is_read(op)) {
-          s = RespState::READ_REPLY;
-        } else if (is_atomic(op)) {
-          s = RespState::ATOMIC_REPLY;
-        } else {
-          cur_opcode_ = op->is_last() ? kNoOpcode : opcode;
-          s = op->is_last() ? RespState::COMPLETE : RespState::ACKNOWLEDGE;
-        }
-        break;
-      }
-
-      case RespState::READ_REPLY: {
-        const auto reth = pkt.reth();
-        const std::uint32_t n = reth->dma_len() == 0 ? 1 : (reth->dma_len() + mtu - 1) / mtu;
-        epsn_ = wire::psn_add(psn, n);
-        ++msn_;
-        qp_.counters_.reads_executed.inc();
-        pending_reads_.push_back(PendingRead{psn, reth->va(), reth->rkey(), reth->dma_len(), true});
-        flush_pending();
-        s = RespState::CLEANUP;
-        break;
-      }
-
-      case RespState::ATOMIC_REPLY: {
-        const auto a = pkt.atomic_eth();
-        // 8-byte aligned inside a registered region (check_atomic): atomic
-        // against the local CPU too, not only against other remote atomics.
-        std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(access.data));
-        std::uint64_t orig;
-        if (op->opcode == wire::Opcode::kRcCompareSwap) {
-          orig = a->compare();
-          word.compare_exchange_strong(orig, a->swap_add());
-        } else {
-          orig = word.fetch_add(a->swap_add());
-        }
-        qp_.counters_.atomics_executed.inc();
-        atomics_.put(psn, orig);
-        epsn_ = wire::psn_add(psn, 1);
-        ++msn_;
-        send_atomic_ack(psn, orig);
-        s = RespState::CLEANUP;
-        break;
-      }
-
-      case RespState::COMPLETE:
-        if (rc) ++msn_;
-        if (is_send(op)) {
-          complete_recv(WcStatus::IBV_WC_SUCCESS, static_cast<std::uint32_t>(recv_offset_), &pkt, false);
-        } else if (op->is(wire::kOpImm)) {
-          complete_recv(WcStatus::IBV_WC_SUCCESS, write_len_, &pkt, true);
-        }
-        s = RespState::ACKNOWLEDGE;
-        break;
-
-      case RespState::ACKNOWLEDGE:
-        epsn_ = wire::psn_add(psn, 1);
-        if (rc && pkt.bth().ack_req() && qp_.attr_.qp_state != QpState::ERR) send_ack(kAckUnlimited, psn);
-        s = RespState::CLEANUP;
-        break;
-
-      case RespState::CLEANUP:
-        s = RespState::DONE;
-        break;
-
-      case RespState::DUPLICATE_REQUEST: {
-        if (is_send(op) || is_write(op)) {
-          // Already delivered: acknowledge everything received so far, deliver nothing.
-          if (pkt.bth().ack_req()) send_ack(kAckUnlimited, wire::psn_sub(epsn_, 1));
-        } else if (is_read(op)) {
-          const auto reth = pkt.reth();
-          const MrAccess a =
-              qp_.mrs_.check_remote(qp_.pd_, reth->rkey(), reth->va(), reth->dma_len(), Access::REMOTE_READ);
-          if (a.ok()) {
-            qp_.counters_.reads_replayed.inc();
-            pending_reads_.push_back(PendingRead{psn, reth->va(), reth->rkey(), reth->dma_len(), true});
-            flush_pending();
-          } else {
-            qp_.counters_.out_of_seq_dropped.inc();
-          }
-        } else if (is_atomic(op)) {
-          if (auto orig = atomics_.get(psn)) {
-            qp_.counters_.atomics_replayed.inc();
-            send_atomic_ack(psn, *orig);
-          } else {
-            qp_.counters_.atomic_replay_miss.inc();
-          }
-        }
-        s = RespState::DONE;
-        break;
-      }
-
-      case RespState::ERR_PSN_OUT_OF_SEQ:
-        send_ack(wire::aeth::kNakPsnSeqError, epsn_);
-        s = RespState::DONE;
-        break;
-
-      case RespState::ERR_RNR:
-        qp_.counters_.rnr_naks_sent.inc();
-        // Latch: the packets already in flight behind this one are dropped
-        // silently instead of drawing a sequence error NAK.
-        sent_psn_nak_ = true;
-        send_ack(static_cast<std::uint8_t>(wire::aeth::kRnrNak | (qp_.attr_.min_rnr_timer & wire::aeth::kValueMask)), psn);
-        s = RespState::DONE;
-        break;
-
-      case RespState::ERR_INVALID_REQUEST:
-        qp_.counters_.naks_sent_inv_req.inc();
-        class_c_error(wire::aeth::kNakInvalidRequest, psn);
-        s = RespState::DONE;
-        break;
-
-      case RespState::ERR_REMOTE_ACCESS:
-        qp_.counters_.naks_sent_rem_access.inc();
-        class_c_error(wire::aeth::kNakRemoteAccessError, psn);
-        s = RespState::DONE;
-        break;
-
-      case RespState::ERR_LENGTH:
-        // A SEND longer than the receive: the receive completes in error.
-        if (rc) {
-          qp_.counters_.naks_sent_rem_op.inc();
-          complete_recv(WcStatus::IBV_WC_LOC_LEN_ERR, 0, &pkt, false);
-          class_c_error(wire::aeth::kNakRemoteOperationalError, psn);
-        } else {
-          complete_recv(WcStatus::IBV_WC_LOC_LEN_ERR, 0, &pkt, false);
-          uc_abandon();
-          uc_drop_ = true;
-          epsn_ = wire::psn_add(psn, 1);
-        }
-        s = RespState::DONE;
-        break;
-
-      case RespState::ERR_LOCAL:
-        qp_.counters_.local_prot_err.inc();
-        complete_recv(WcStatus::IBV_WC_LOC_PROT_ERR, 0, &pkt, false);
-        if (rc) {
-          qp_.counters_.naks_sent_rem_op.inc();
-          class_c_error(wire::aeth::kNakRemoteOperationalError, psn);
-        } else {
-          uc_abandon();
-          uc_drop_ = true;
-          epsn_ = wire::psn_add(psn, 1);
-        }
-        s = RespState::DONE;
-        break;
-
-      case RespState::DROP:  // UC only: drop the rest of this message
-        qp_.counters_.uc_pkts_dropped.inc();
-        uc_abandon();
-        uc_drop_ = !op->is_last();
-        epsn_ = wire::psn_add(psn, 1);
-        s = RespState::DONE;
-        break;
-
-      case RespState::DONE:
-        break;
-    }
+RespState Responder::step(RespState s, Request& r) {
+  switch (s) {
+    case RespState::CHK_PSN: return r.rc ? check_psn(r) : check_psn_uc(r);
+    case RespState::CHK_OP_SEQ: return check_op_seq(r);
+    case RespState::CHK_OP_VALID: return check_op_valid(r);
+    case RespState::CHK_RESOURCE: return check_resource(r);
+    case RespState::CHK_LENGTH: return check_length(r);
+    case RespState::CHK_RKEY: return check_rkey(r);
+    case RespState::EXECUTE: return execute(r);
+    case RespState::READ_REPLY: return read_reply(r);
+    case RespState::ATOMIC_REPLY: return atomic_reply(r);
+    case RespState::COMPLETE: return complete(r);
+    case RespState::ACKNOWLEDGE: return acknowledge(r);
+    case RespState::DUPLICATE_REQUEST: return duplicate_request(r);
+    case RespState::ERR_PSN_OUT_OF_SEQ: return err_psn_out_of_seq();
+    case RespState::ERR_RNR: return err_rnr(r);
+    case RespState::ERR_INVALID_REQUEST: return err_invalid_request(r);
+    case RespState::ERR_REMOTE_ACCESS: return err_remote_access(r);
+    case RespState::ERR_LENGTH: return err_length(r);
+    case RespState::ERR_LOCAL: return err_local(r);
+    case RespState::DROP: return drop(r);
+    case RespState::CLEANUP:
+    case RespState::DONE: break;
   }
+  return RespState::DONE;
+}
+
+// A check an RC request fails is answered with a NAK (rc_state); UC has no
+// NAKs and drops the rest of the message.
+RespState Responder::fail(const Request& r, RespState rc_state) { return r.rc ? rc_state : RespState::DROP; }
+
+// UC: gives up the message in progress; its receive WQE is kept for the next one.
+void Responder::uc_abandon() {
+  if (cur_opcode_ != kNoOpcode) qp_.counters_.uc_msgs_dropped.inc();
+  cur_opcode_ = kNoOpcode;
+  recv_offset_ = 0;
+}
+
+// UC: abandons the message at `psn` and, with `rest`, drops its later packets.
+void Responder::uc_skip(std::uint32_t psn, bool rest) {
+  uc_abandon();
+  uc_drop_ = rest;
+  epsn_ = wire::psn_add(psn, 1);
+}
+
+RespState Responder::check_psn(Request& r) {
+  const std::int32_t d = wire::psn_distance(r.psn, epsn_);
+  if (d < 0) {
+    qp_.counters_.duplicate_request.inc();
+    return RespState::DUPLICATE_REQUEST;
+  }
+  if (d == 0) {
+    sent_psn_nak_ = false;
+    return RespState::CHK_OP_SEQ;
+  }
+  if (sent_psn_nak_) {
+    qp_.counters_.out_of_seq_dropped.inc();
+    return RespState::DONE;
+  }
+  sent_psn_nak_ = true;
+  qp_.counters_.out_of_seq_request.inc();
+  return RespState::ERR_PSN_OUT_OF_SEQ;
+}
+
+// UC: a gap loses the message in progress; resume at a FIRST/ONLY.
+RespState Responder::check_psn_uc(Request& r) {
+  if (r.psn != epsn_) {
+    uc_abandon();
+    epsn_ = r.psn;
+    uc_drop_ = !r.op->is_first();
+  }
+  if (uc_drop_ && !r.op->is_first()) {
+    qp_.counters_.uc_pkts_dropped.inc();
+    epsn_ = wire::psn_add(r.psn, 1);
+    return RespState::DONE;
+  }
+  uc_drop_ = false;
+  return RespState::CHK_OP_SEQ;
+}
+
+RespState Responder::check_op_seq(Request& r) {
+  const wire::OpcodeInfo* op = r.op;
+  bool ok;
+  if (opcode_in_send(cur_opcode_) && cur_opcode_ != kNoOpcode) {
+    ok = is_send(op) && !op->is_first();
+  } else if (opcode_in_write(cur_opcode_)) {
+    ok = is_write(op) && !op->is_first();
+  } else {
+    ok = op->is_first();
+  }
+  if (ok) return RespState::CHK_OP_VALID;
+  qp_.counters_.opcode_seq_err.inc();
+  if (r.rc) return RespState::ERR_INVALID_REQUEST;
+  if (!op->is_first()) return RespState::DROP;
+  uc_abandon();  // the tail of the previous message was lost
+  return RespState::CHK_OP_VALID;
+}
+
+RespState Responder::check_op_valid(Request& r) {
+  const AccessFlags qa = qp_.attr_.qp_access_flags;
+  const wire::OpcodeInfo* op = r.op;
+  const bool ok = (!is_write(op) || qa.has(Access::REMOTE_WRITE)) && (!is_read(op) || qa.has(Access::REMOTE_READ)) &&
+                  (!is_atomic(op) || qa.has(Access::REMOTE_ATOMIC));
+  return ok ? RespState::CHK_RESOURCE : fail(r, RespState::ERR_INVALID_REQUEST);
+}
+
+RespState Responder::check_resource(Request& r) {
+  const bool needs_wqe = (is_send(r.op) && r.op->is_first()) || (is_write(r.op) && r.op->is(wire::kOpImm));
+  if (needs_wqe && !take_recv_wqe()) return r.rc ? RespState::ERR_RNR : RespState::DROP;
+  return RespState::CHK_LENGTH;
+}
+
+RespState Responder::check_length(Request& r) {
+  const wire::OpcodeInfo* op = r.op;
+  const std::uint32_t mtu = qp_.mtu_bytes();
+  if (op->carries_payload() && (r.len > mtu || (!op->is_last() && r.len != mtu))) {
+    return fail(r, RespState::ERR_INVALID_REQUEST);
+  }
+  if (is_send(op) && recv_offset_ + r.len > wqe_->length) return RespState::ERR_LENGTH;
+  if (!is_write(op)) return RespState::CHK_RKEY;
+  if (op->is_first()) {
+    const auto reth = r.pkt.reth();
+    write_va_ = reth->va();
+    write_rkey_ = reth->rkey();
+    write_len_ = reth->dma_len();
+    write_resid_ = write_len_;
+  }
+  const bool bad = r.len > write_resid_ || (op->is_last() && r.len != write_resid_);
+  return bad ? fail(r, RespState::ERR_INVALID_REQUEST) : RespState::CHK_RKEY;
+}
+
+// The remote memory the request names, checked against its rkey and access.
+MrAccess Responder::remote_access(const Request& r) const {
+  const wire::OpcodeInfo* op = r.op;
+  if (is_write(op) && op->is_first()) {
+    return qp_.mrs_.check_remote(qp_.pd_, write_rkey_, write_va_, write_len_, Access::REMOTE_WRITE);
+  }
+  if (is_read(op)) {
+    const auto reth = r.pkt.reth();
+    return qp_.mrs_.check_remote(qp_.pd_, reth->rkey(), reth->va(), reth->dma_len(), Access::REMOTE_READ);
+  }
+  if (is_atomic(op)) {
+    const auto a = r.pkt.atomic_eth();
+    return qp_.mrs_.check_atomic(qp_.pd_, a->rkey(), a->va());
+  }
+  return MrAccess{MrCheck::OK};
+}
+
+RespState Responder::check_rkey(Request& r) {
+  r.access = remote_access(r);
+  if (r.access.ok()) return RespState::EXECUTE;
+  if (!r.rc) return RespState::DROP;
+  return remote_nak_is_invalid_request(r.access.check) ? RespState::ERR_INVALID_REQUEST : RespState::ERR_REMOTE_ACCESS;
+}
+
+RespState Responder::execute(Request& r) {
+  const wire::OpcodeInfo* op = r.op;
+  if (is_send(op)) {
+    if (!scatter(r.pkt, recv_offset_)) return RespState::ERR_LOCAL;
+    recv_offset_ += r.len;
+  } else if (is_write(op) && r.len > 0) {
+    // Checked again per packet: the region may have gone since the FIRST.
+    const MrAccess a = qp_.mrs_.check_remote(qp_.pd_, write_rkey_, write_va_, r.len, Access::REMOTE_WRITE);
+    if (!a.ok()) return fail(r, RespState::ERR_REMOTE_ACCESS);
+    std::memcpy(a.data, r.pkt.payload.data(), r.len);
+    write_va_ += r.len;
+    write_resid_ -= static_cast<std::uint32_t>(r.len);
+  }
+  if (is_read(op)) return RespState::READ_REPLY;
+  if (is_atomic(op)) return RespState::ATOMIC_REPLY;
+  cur_opcode_ = op->is_last() ? kNoOpcode : r.opcode;
+  return op->is_last() ? RespState::COMPLETE : RespState::ACKNOWLEDGE;
+}
+
+RespState Responder::read_reply(Request& r) {
+  const auto reth = r.pkt.reth();
+  const std::uint32_t mtu = qp_.mtu_bytes();
+  const std::uint32_t n = reth->dma_len() == 0 ? 1 : (reth->dma_len() + mtu - 1) / mtu;
+  epsn_ = wire::psn_add(r.psn, n);
+  ++msn_;
+  qp_.counters_.reads_executed.inc();
+  pending_reads_.push_back(PendingRead{r.psn, reth->va(), reth->rkey(), reth->dma_len(), true});
+  flush_pending();
+  return RespState::CLEANUP;
+}
+
+RespState Responder::atomic_reply(Request& r) {
+  const auto a = r.pkt.atomic_eth();
+  // 8-byte aligned inside a registered region (check_atomic): atomic
+  // against the local CPU too, not only against other remote atomics.
+  std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(r.access.data));
+  std::uint64_t orig;
+  if (r.op->opcode == wire::Opcode::kRcCompareSwap) {
+    orig = a->compare();
+    word.compare_exchange_strong(orig, a->swap_add());
+  } else {
+    orig = word.fetch_add(a->swap_add());
+  }
+  qp_.counters_.atomics_executed.inc();
+  atomics_.put(r.psn, orig);
+  epsn_ = wire::psn_add(r.psn, 1);
+  ++msn_;
+  send_atomic_ack(r.psn, orig);
+  return RespState::CLEANUP;
+}
+
+RespState Responder::complete(Request& r) {
+  if (r.rc) ++msn_;
+  if (is_send(r.op)) {
+    complete_recv(WcStatus::IBV_WC_SUCCESS, static_cast<std::uint32_t>(recv_offset_), &r.pkt, false);
+  } else if (r.op->is(wire::kOpImm)) {
+    complete_recv(WcStatus::IBV_WC_SUCCESS, write_len_, &r.pkt, true);
+  }
+  return RespState::ACKNOWLEDGE;
+}
+
+RespState Responder::acknowledge(Request& r) {
+  epsn_ = wire::psn_add(r.psn, 1);
+  if (r.rc && r.pkt.bth().ack_req() && qp_.attr_.qp_state != QpState::ERR) owe_ack(r.psn);
+  return RespState::CLEANUP;
+}
+
+RespState Responder::duplicate_request(Request& r) {
+  if (is_send(r.op) || is_write(r.op)) {
+    // Already delivered: acknowledge everything received so far, deliver
+    // nothing; a go-back-N resends a batch of them, answered by one ACK.
+    if (r.pkt.bth().ack_req()) owe_ack(wire::psn_sub(epsn_, 1));
+  } else if (is_read(r.op)) {
+    replay_read(r);
+  } else if (is_atomic(r.op)) {
+    replay_atomic(r);
+  }
+  return RespState::DONE;
+}
+
+// A duplicate READ is executed again from memory (its responses were lost).
+void Responder::replay_read(const Request& r) {
+  const auto reth = r.pkt.reth();
+  const MrAccess a = qp_.mrs_.check_remote(qp_.pd_, reth->rkey(), reth->va(), reth->dma_len(), Access::REMOTE_READ);
+  if (!a.ok()) {
+    qp_.counters_.out_of_seq_dropped.inc();
+    return;
+  }
+  qp_.counters_.reads_replayed.inc();
+  pending_reads_.push_back(PendingRead{r.psn, reth->va(), reth->rkey(), reth->dma_len(), true});
+  flush_pending();
+}
+
+// A duplicate atomic is answered from the cache, never executed twice.
+void Responder::replay_atomic(const Request& r) {
+  if (auto orig = atomics_.get(r.psn)) {
+    qp_.counters_.atomics_replayed.inc();
+    send_atomic_ack(r.psn, *orig);
+  } else {
+    qp_.counters_.atomic_replay_miss.inc();
+  }
+}
+
+RespState Responder::err_psn_out_of_seq() {
+  send_ack(wire::aeth::kNakPsnSeqError, epsn_);
+  return RespState::DONE;
+}
+
+RespState Responder::err_rnr(Request& r) {
+  qp_.counters_.rnr_naks_sent.inc();
+  // Latch: the packets already in flight behind this one are dropped
+  // silently instead of drawing a sequence error NAK.
+  sent_psn_nak_ = true;
+  send_ack(static_cast<std::uint8_t>(wire::aeth::kRnrNak | (qp_.attr_.min_rnr_timer & wire::aeth::kValueMask)), r.psn);
+  return RespState::DONE;
+}
+
+RespState Responder::err_invalid_request(Request& r) {
+  qp_.counters_.naks_sent_inv_req.inc();
+  class_c_error(wire::aeth::kNakInvalidRequest, r.psn);
+  return RespState::DONE;
+}
+
+RespState Responder::err_remote_access(Request& r) {
+  qp_.counters_.naks_sent_rem_access.inc();
+  class_c_error(wire::aeth::kNakRemoteAccessError, r.psn);
+  return RespState::DONE;
+}
+
+// A SEND longer than the receive: the receive completes in error.
+RespState Responder::err_length(Request& r) { return fail_receive(r, WcStatus::IBV_WC_LOC_LEN_ERR); }
+
+// The receive WQE's own SGEs failed their lkey check.
+RespState Responder::err_local(Request& r) {
+  qp_.counters_.local_prot_err.inc();
+  return fail_receive(r, WcStatus::IBV_WC_LOC_PROT_ERR);
+}
+
+// The receive completes with `status`; RC answers NAK remote operational
+// error (rxe 6.1, test/fixtures/captures/README.md), UC drops the rest of the message.
+RespState Responder::fail_receive(Request& r, WcStatus status) {
+  complete_recv(status, 0, &r.pkt, false);
+  if (r.rc) {
+    qp_.counters_.naks_sent_rem_op.inc();
+    class_c_error(wire::aeth::kNakRemoteOperationalError, r.psn);
+  } else {
+    uc_skip(r.psn, true);
+  }
+  return RespState::DONE;
+}
+
+// UC only: drop the rest of this message.
+RespState Responder::drop(Request& r) {
+  qp_.counters_.uc_pkts_dropped.inc();
+  uc_skip(r.psn, !r.op->is_last());
+  return RespState::DONE;
 }
 
 }  // namespace qpgate::verbs::soft

@@ -2,10 +2,12 @@
 // posted buffers, WRITEs and READs of registered memory, atomics — and
 // answers with ACK/NAK, READ responses and atomic ACKs.
 //
-// State machine (RespState + switch, names in resp.cc):
+// State machine, as rxe_resp.c: one function per RespState that returns the
+// next state, driven by on_request's loop (names in resp.cc):
 //   CHK_PSN → CHK_OP_SEQ → CHK_OP_VALID → CHK_RESOURCE → CHK_LENGTH →
 //   CHK_RKEY → EXECUTE → {READ_REPLY, ATOMIC_REPLY, COMPLETE} → ACKNOWLEDGE
-//   → CLEANUP → DONE, with DUPLICATE_REQUEST and the ERR_* exits.
+//   → CLEANUP → DONE, with DUPLICATE_REQUEST and the ERR_* exits. The
+//   answers (ACK/NAK, READ responses, atomic ACKs) are in resp_reply.cc.
 //
 // RC, as rxe does and the IBA asks:
 //  - PSN ahead of the expected one: NAK PSN sequence error once; further
@@ -16,6 +18,13 @@
 //    an atomic is answered from the atomic cache, never executed twice.
 //  - opcode sequence errors (a MIDDLE without a FIRST) → NAK invalid request.
 //  - no receive WQE → RNR NAK with min_rnr_timer.
+//  - ACK coalescing: one ACK acknowledges every request up to its PSN
+//    (IBA 9.7.5.1), so the AckReq requests of one receive batch are answered
+//    by one ACK for the newest, sent when the batch ends (send_owed_ack) —
+//    when their separate ACKs would have left too. An answer that covers the
+//    owed ACK replaces it: a NAK, an RNR NAK, a READ response or an atomic
+//    ACK for a later PSN. The ACK a duplicate SEND/WRITE draws is owed the
+//    same way (a go-back-N resend is one batch); NAKs and RNR NAKs go at once.
 //  - a SEND longer than the receive → NAK remote operational error (rxe
 //    6.1, captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
 //  - rkey/bounds/access failures → NAK remote access error (0x62); a
@@ -35,6 +44,7 @@
 #include <optional>
 #include <string_view>
 
+#include "verbs/soft/mr_table.h"
 #include "verbs/soft/transport.h"
 #include "verbs/soft/work_queue.h"
 #include "wire/packet.h"
@@ -67,6 +77,8 @@ enum class RespState : std::uint8_t {
   DONE,
 };
 inline constexpr int kRespStateCount = 21;
+// The AETH syndrome of a plain ACK: credits invalid (0x1f), as rxe sends it.
+inline constexpr std::uint8_t kAckUnlimited = wire::aeth::kAck | wire::aeth::kCreditsInvalid;
 std::string_view resp_state_name(RespState s);
 
 // Results of recently executed atomics, by PSN, so a duplicate is answered
@@ -95,8 +107,11 @@ class Responder {
   void reset();                       // RESET
   void start(std::uint32_t rq_psn);   // INIT→RTR: the first expected PSN
   void on_request(const wire::Packet& pkt, const RxMeta& meta);
-  int flush_pending();                // responses held by back-pressure; packets sent
-  bool has_pending() const { return pending_ack_.has_value() || !pending_reads_.empty(); }
+  int flush_pending();                // responses held by back-pressure, then the owed ACK; packets sent
+  int send_owed_ack();                // the end of a receive batch: its one coalesced ACK; packets sent
+  bool has_pending() const {
+    return pending_ack_.has_value() || ack_owed_.has_value() || !pending_reads_.empty();
+  }
   // A receive WQE taken but not completed (flushed on ERR first).
   std::optional<RecvWqe> take_held_wqe();
   std::uint32_t expected_psn() const { return epsn_; }
@@ -116,7 +131,52 @@ class Responder {
     bool first;              // the next packet is the first response
   };
 
+  // The request packet in hand, as the states see it.
+  struct Request {
+    const wire::Packet& pkt;
+    const wire::OpcodeInfo* op;
+    std::uint8_t opcode;
+    std::uint32_t psn;
+    std::size_t len;  // payload bytes
+    bool rc;          // RC (else UC)
+    MrAccess access;  // the remote memory CHK_RKEY found
+  };
+
+  // One function per state, each returning the next (resp.cc).
+  RespState step(RespState s, Request& r);
+  RespState check_psn(Request& r);
+  RespState check_psn_uc(Request& r);
+  RespState check_op_seq(Request& r);
+  RespState check_op_valid(Request& r);
+  RespState check_resource(Request& r);
+  RespState check_length(Request& r);
+  RespState check_rkey(Request& r);
+  RespState execute(Request& r);
+  RespState read_reply(Request& r);
+  RespState atomic_reply(Request& r);
+  RespState complete(Request& r);
+  RespState acknowledge(Request& r);
+  RespState duplicate_request(Request& r);
+  RespState err_psn_out_of_seq();
+  RespState err_rnr(Request& r);
+  RespState err_invalid_request(Request& r);
+  RespState err_remote_access(Request& r);
+  RespState err_length(Request& r);
+  RespState err_local(Request& r);
+  RespState fail_receive(Request& r, WcStatus status);
+  RespState drop(Request& r);
+  static RespState fail(const Request& r, RespState rc_state);
+  MrAccess remote_access(const Request& r) const;
+  void replay_read(const Request& r);
+  void replay_atomic(const Request& r);
+  void uc_abandon();
+  void uc_skip(std::uint32_t psn, bool rest);
+
+  // Answers (resp_reply.cc).
+  wire::PacketFields response_fields(wire::Opcode op, std::uint32_t psn, std::uint8_t syndrome) const;
   void send_ack(std::uint8_t syndrome, std::uint32_t psn);
+  void owe_ack(std::uint32_t psn);
+  void cover_owed_ack(std::uint32_t through);
   bool send_atomic_ack(std::uint32_t psn, std::uint64_t orig);
   bool pump_read(PendingRead& r);
   void receive_ud(const wire::Packet& pkt, const RxMeta& meta);
@@ -140,6 +200,7 @@ class Responder {
   bool uc_drop_ = false;            // UC: dropping until the next FIRST/ONLY
   AtomicCache atomics_;
   std::optional<PendingAck> pending_ack_;
+  std::optional<std::uint32_t> ack_owed_;  // the PSN this receive batch's ACK will acknowledge
   std::deque<PendingRead> pending_reads_;
   std::vector<std::uint8_t> scratch_;
   RespState last_state_ = RespState::DONE;

@@ -79,9 +79,13 @@ struct DeviceCore {
       earliest = std::min(earliest, qp->next_deadline_ns());
     }
     work += net->flush();
-    work += net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
+    const int received = net->receive([this](std::span<const std::uint8_t> roce, const RxMeta& meta) {
       ingress.receive(roce, meta);
     });
+    work += received;
+    if (received != 0) {
+      for (auto& [qpn, qp] : qps) work += qp->end_receive_batch();
+    }
     if (net->queued() != 0) earliest = now_ns;  // answers of this pass's receives: come back at once
     earliest = std::min(earliest, net->next_fault_release_ns());  // held by the fault injector (tests)
     if (deadline != nullptr) *deadline = earliest;
@@ -195,10 +199,6 @@ class SoftQpObject final : public QueuePair {
     // its multicast groups through the device's membership).
     pd_->core->qps.erase(qp_->qp_num());
     qp_.reset();
-    // What the QP already answered leaves now: the ACK of its last receive
-    // waits in the device's transmit queue for the next pass (DeviceCore::do_work),
-    // and counters read after ibv_destroy_qp must include it.
-    if (pd_->core->net) pd_->core->net->flush();
   }
   std::uint32_t qp_num() const override { return qp_->qp_num(); }
   QpType qp_type() const override { return qp_->qp_type(); }

@@ -255,6 +255,8 @@ std::int64_t SoftQp::next_deadline_ns() const {
   return comp_->next_deadline_ns();
 }
 
+int SoftQp::end_receive_batch() { return resp_->send_owed_ack(); }
+
 bool SoftQp::has_work() const { return req_->has_work() || resp_->has_pending(); }
 
 // ---------------------------------------------------------------- shared helpers

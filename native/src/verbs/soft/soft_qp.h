@@ -17,6 +17,7 @@
 //   on_packet(pkt, meta)   a packet for this QP (right QPN, peer, P_Key, Q_Key);
 //                          responses are sent from inside, and the requester
 //                          runs afterwards (an ACK may open its window)
+//   end_receive_batch()    the batch's coalesced ACK (resp.h), after on_packet calls
 //   do_work(now_ns)        requester progress, pending responses, timers;
 //                          returns the amount of work done (0 = idle)
 //   next_deadline_ns()     the earliest protocol timer, or kNoDeadline
@@ -108,6 +109,8 @@ class SoftQp final : public QueuePair {
   // ---- the device's side
   void on_packet(const wire::Packet& pkt, const RxMeta& meta);
   int do_work(std::int64_t now_ns);
+  // After the device's receive batch: the one ACK its requests are owed (resp.h).
+  int end_receive_batch();
   std::int64_t next_deadline_ns() const;
   bool has_work() const;
 

@@ -36,9 +36,6 @@ inline constexpr std::uint32_t kMaxMsgSize = 0x800000;    // rxe RXE_PORT_MAX_MS
 Status check_post_send_state(QpState s);
 // post_recv is accepted from INIT on (ERR: flushed); EINVAL in RESET.
 Status check_post_recv_state(QpState s);
-// Whether a WR opcode is valid on a QP type: UD SEND[_WITH_IMM]; UC adds
-// RDMA_WRITE[_WITH_IMM]; RC everything.
-bool opcode_valid_for(QpType type, WrOpcode op);
 
 // Caps a QP may be created with on the soft device; EINVAL naming the cap.
 Status check_qp_cap(const QpCap& cap, bool has_srq);

@@ -15,7 +15,8 @@ export function deviceReport(state: GatewayState) {
   return {
     backend: state.config.backend.kind,
     device: state.config.backend.device,
-    address: state.config.backend.address,
+    // The address the device sends from: backend.address (soft), its GID's IPv4 address (ibv).
+    address: device?.address ?? state.config.backend.address,
     features: loadAddon().features,
     rdma: describeDevice(device),
     numaNode: placement.numaNode,
@@ -59,7 +60,9 @@ export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayS
   );
   app.get(
     '/device',
-    { schema: { tags: ['device'], summary: 'the backend, the RDMA device, its ports and the engine threads', response: { 200: DeviceReport } } },
+    { schema: { tags: ['device'], summary: 'the backend, the RDMA device, its ports and the engine threads',
+        description: 'The device (firmware, node GUID, limits), its ports (state, MTU, GIDs), its NUMA node, the engine threads with CPU, affinity and idle strategy, the net report and the socket, wire and ingress counters.',
+        response: { 200: DeviceReport } } },
     async () => deviceReport(opts.state),
   );
 }

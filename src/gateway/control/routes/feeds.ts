@@ -120,7 +120,7 @@ export async function feedRoutes(app: FastifyInstance, opts: { registry: FeedReg
     return e;
   };
 
-  app.get('/', { schema: { tags: ['feeds'], summary: 'every feed with its channels and counters', response: { 200: FeedsList } } }, async () =>
+  app.get('/', { schema: { tags: ['feeds'], summary: 'every feed with its channels and counters', description: '`default` is the configuration\'s feed; each with its channels, counters, source stats, publish latency and UD QP.', response: { 200: FeedsList } } }, async () =>
     feedsSummary(registry),
   );
 

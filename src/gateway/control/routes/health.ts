@@ -37,17 +37,21 @@ const Ready = Type.Object(
   { additionalProperties: false },
 );
 // The health probes answer their own document for 503 too (orchestrators read `status`), not the error shape.
-const healthSchema = (summary: string, body: typeof Health | typeof Ready) => ({
+const healthSchema = (summary: string, description: string, body: typeof Health | typeof Ready) => ({
   tags: ['health'],
   summary,
-  description: 'Open: no token needed. 503 answers the same document with the reason.',
+  description: `Open: no token needed. ${description}`,
   security: [],
   response: { 200: { ...body, description: 'healthy / ready' }, 503: { ...body, description: 'not healthy / not ready: the reason in status or reason' } },
 });
 
 export async function healthRoutes(app: FastifyInstance, opts: { state: GatewayState }): Promise<void> {
   const { state } = opts;
-  app.get('/healthz', { schema: healthSchema('liveness: the process serves and the engine completes duty cycles', Health) }, async (_request, reply) => {
+  app.get('/healthz', { schema: healthSchema(
+    'liveness: the process serves and the engine completes duty cycles',
+    '200 while the engine\'s duty-cycle heartbeat is fresh (control.health.engineStaleMs); 503 answers the same document with the reason in `status` ("engine stalled: no duty cycle completed for N ms (limit M ms)" or "engine stopped"); `engineHeartbeatAgeMs` in both.',
+    Health,
+  ) }, async (_request, reply) => {
     const problem = state.heartbeat.problem();
     return reply.code(problem === undefined ? 200 : 503).send({
       status: problem ?? 'ok',
@@ -56,7 +60,11 @@ export async function healthRoutes(app: FastifyInstance, opts: { state: GatewayS
       engineHeartbeatAgeMs: Math.round(state.heartbeat.ageMs()),
     });
   });
-  app.get('/readyz', { schema: healthSchema('readiness: healthy, started, not shutting down, the order journal not failed', Ready) }, async (_request, reply) => {
+  app.get('/readyz', { schema: healthSchema(
+    'readiness: healthy, started, not shutting down, the order journal not failed',
+    '503 answers the same document with the reason in `reason` ("engine stalled ...", "starting or shutting down", "order journal failed: ...").',
+    Ready,
+  ) }, async (_request, reply) => {
     const problem = notReadyReason(state);
     return reply.code(problem === undefined ? 200 : 503).send({ status: problem === undefined ? 'ready' : 'not ready', ...(problem ? { reason: problem } : {}) });
   });

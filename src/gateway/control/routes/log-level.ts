@@ -23,6 +23,7 @@ export async function logLevelRoutes(app: FastifyInstance, opts: { state: Gatewa
       schema: {
         tags: ['log'],
         summary: 'change the pino level without a restart',
+        description: 'The body is `{"level": "debug"}`; the answer has the level before.',
         body: LogLevelBody,
         response: { 200: Type.Object({ level: Level, previous: Level }, { additionalProperties: false }) },
       },

@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
 import { errorResponses } from '../errors.js';
 import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
+import { hwCounters } from '../../device/device.js';
 
 export function createRegistry(state: GatewayState): Registry {
   const registry = new Registry();
@@ -170,6 +171,22 @@ function deviceMetrics(registry: Registry, state: GatewayState): void {
       this.reset();
       const c = counters();
       if (c?.net['tx_sockets'] !== undefined) this.set(c.net['tx_sockets']);
+    },
+  });
+  counter('qpgate_device_async_events_total', 'Async events the engine took from an ibv device (port, QP, CQ, SRQ), by type.', ['type'], (inc, c) => {
+    for (const [k, v] of Object.entries(c.asyncEvents)) if (k !== 'lost') inc({ type: k }, v);
+  });
+  counter('qpgate_device_async_events_lost_total', 'Async events dropped because nothing took them from the engine in time.', [], (inc, c) => {
+    inc({}, c.asyncEvents['lost'] ?? 0);
+  });
+  new Gauge({
+    name: 'qpgate_device_hw_counter',
+    help: "An ibv device's own counters (sysfs hw_counters, as `rdma statistic` shows them), by name.",
+    labelNames: ['name'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [name, v] of Object.entries(hwCounters(state.device))) this.set({ name }, v);
     },
   });
   counter('qpgate_wire_accepted_packets_total', 'Datagrams that decoded as RoCEv2 with a good ICRC.', [], (inc, c) => inc({}, c.wire['accepted'] ?? 0));

@@ -33,6 +33,7 @@ export async function qpRoutes(app: FastifyInstance, opts: { state: GatewayState
       schema: {
         tags: ['qps'],
         summary: 'every QP the gateway made',
+        description: 'Each QP: QPN, type, state, SQ/RQ PSN, destination, retransmits, timeouts, NAKs received and sent by code, RNR NAKs, every transport counter.',
         response: { 200: Type.Object({ device: Type.Union([Type.String(), Type.Null()]), count: Type.Integer(), qps: Type.Array(QpRow) }, { additionalProperties: false }) },
       },
     },
@@ -41,7 +42,7 @@ export async function qpRoutes(app: FastifyInstance, opts: { state: GatewayState
     return { device: state.device?.name ?? null, count: qps.length, qps };
     },
   );
-  app.get<{ Params: { qpn: string } }>('/qps/:qpn', { schema: { tags: ['qps'], summary: 'one QP, with every counter', params: QpnParams, response: { 200: QpRow, ...errorResponses(404) } } }, async (request, reply) => {
+  app.get<{ Params: { qpn: string } }>('/qps/:qpn', { schema: { tags: ['qps'], summary: 'one QP, with every counter', description: 'The QPN in decimal or 0x hex: 404 if unknown, 400 if not a 24-bit QPN.', params: QpnParams, response: { 200: QpRow, ...errorResponses(404) } } }, async (request, reply) => {
     const qpn = Number(request.params.qpn);
     if (qpn > 0xffffff) {
       return reply.code(400).send({ error: 'bad_request', message: `params/qpn must be at most 0xffffff (24 bits), got ${request.params.qpn}` });

@@ -19,8 +19,10 @@
 // not_enabled: no service for the role in this gateway (order entry off in
 // the configuration, no feed for recovery); 409 the name is connected
 // already; 429 the token or the gateway holds as many sessions as
-// control.sessions.maxPerToken / maxTotal allow (counted in
-// qpgate_control_sessions_refused_total{limit}); 503 unavailable: shutting
+// control.sessions.maxPerToken / maxTotal allow, or a new name would pass
+// the token's control.sessions.maxNamesPerToken (names are kept for good:
+// session-ids.ts) (counted in qpgate_control_sessions_refused_total{limit});
+// 503 unavailable: shutting
 // down, or the provider cannot serve now (the feed is not publishing).
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -148,13 +150,17 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
   const open = new Map<number, OpenSession>();
   // (token, name) keys between the checks and the provider's answer: a second open of one is a 409.
   const opening = new Map<string, string>();
-  const refused = { maxPerToken: 0, maxTotal: 0 };
+  const refused = { maxPerToken: 0, maxTotal: 0, maxNamesPerToken: 0 };
   let accepting = true;
   const log = state.logger.child({ component: 'sessions' });
   const limits = state.config.control.sessions;
 
-  /** The 429 message when opening one more session for `token` (not reopening `reopens`) passes a cap. */
+  /** The 429 message when opening one more session for `token` (not reopening `reopens`, a known name) passes a cap. */
   const overLimit = (token: string, reopens: number | undefined): string | undefined => {
+    if (reopens === undefined && ids.names(token) >= limits.maxNamesPerToken) {
+      refused.maxNamesPerToken++;
+      return `token "${token}" has used ${ids.names(token)} session names, the most control.sessions.maxNamesPerToken allows; reuse one of them (a name is kept for good: its id holds the journal's state for it)`;
+    }
     const held = [...open.values()].filter((o) => o.id !== reopens);
     const mine = held.filter((o) => o.token === token).length + [...opening.values()].filter((t) => t === token).length;
     if (mine >= limits.maxPerToken) {
@@ -204,7 +210,11 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           tags: ['sessions'],
           summary: 'open an RC session (trading, risk, recovery): the handshake',
           description:
-            'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels). 404 not_enabled when no service of this gateway serves the role; 429 past control.sessions.maxPerToken / maxTotal.',
+            'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels); 403 names the missing entitlement. ' +
+            'The answer has the gateway\'s QPN, PSN, GID and MTU for the RC handshake and the memory regions the session may use. ' +
+            '404 not_enabled when no service of this gateway serves the role (order entry off, or no feed for recovery); ' +
+            '409 if the name is connected (or being opened by another request); 429 past control.sessions.maxPerToken / maxTotal / maxNamesPerToken. ' +
+            'Session ids are persisted in <state.dir>/sessions.json before the 201 (temporary file, fsync, rename, directory fsync).',
           'x-qpgate-scope': 'entitlement',
           body: SessionOpenBody,
           response: { 201: SessionOpened, ...errorResponses(404, 409, 429, 503) },
@@ -336,6 +346,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         schema: {
           tags: ['sessions'],
           summary: 'the sessions: a read token sees the ones it opened, an admin token every one',
+          description: 'By role, each with its QP state, app_seq and counters.',
           response: { 200: Type.Object({ count: Type.Integer(), roles: Type.Array(Type.String()), sessions: Type.Array(SessionView) }, { additionalProperties: false }) },
         },
       },
@@ -415,7 +426,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
     exportMetrics: (registry: Registry) => {
       new Counter({
         name: 'qpgate_control_sessions_refused_total',
-        help: 'POST /v1/sessions refused with 429, by the cap reached (maxPerToken, maxTotal: control.sessions).',
+        help: 'POST /v1/sessions refused with 429, by the cap reached (maxPerToken, maxTotal, maxNamesPerToken: control.sessions).',
         labelNames: ['limit'],
         registers: [registry],
         collect() {

@@ -1,0 +1,158 @@
+#include "device_open.h"
+
+#include <arpa/inet.h>
+
+#include <fstream>
+
+#include "engine/engine.h"
+#include "engine_wrap.h"
+#include "gateway/engine_agents.h"
+#include "verbs/soft/net.h"
+#include "verbs/soft/soft_device.h"
+#include "verbs_convert.h"
+#if defined(QPGATE_HAVE_IBVERBS)
+#include "verbs/ibv/ibv_device.h"
+#endif
+
+namespace qpgate::addon {
+namespace {
+
+namespace soft = verbs::soft;
+
+std::string opt_string(Napi::Env env, Napi::Object o, const char* key) {
+  if (!o.Has(key) || o.Get(key).IsUndefined()) return {};
+  if (!o.Get(key).IsString()) throw Napi::TypeError::New(env, std::string("openDevice: ") + key + " must be a string");
+  return o.Get(key).As<Napi::String>().Utf8Value();
+}
+
+// The choices of a string option, or its default when absent.
+template <class T, std::size_t N>
+T opt_choice(Napi::Env env, Napi::Object o, const char* key, const std::pair<const char*, T> (&choices)[N], T fallback) {
+  const std::string v = opt_string(env, o, key);
+  if (v.empty()) return fallback;
+  std::string names;
+  for (const auto& [name, value] : choices) {
+    if (v == name) return value;
+    names += (names.empty() ? "'" : " or '") + std::string(name) + "'";
+  }
+  throw Napi::TypeError::New(env, std::string("openDevice: ") + key + " must be " + names + ", got '" + v + "'");
+}
+
+constexpr std::pair<const char*, soft::IcrcPolicy> kIcrcPolicies[] = {
+    {"strict", soft::IcrcPolicy::DROP_UNVERIFIED}, {"count-unverifiable", soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED}};
+constexpr std::pair<const char*, soft::ReceiveMode> kReceiveModes[] = {
+    {"plain-udp", soft::ReceiveMode::kPlainUdp}, {"af-packet", soft::ReceiveMode::kAfPacket}};
+
+soft::SoftDeviceOptions soft_options(Napi::Env env, Napi::Object o) {
+  soft::SoftDeviceOptions opts;
+  const std::string address = opt_string(env, o, "address");
+  const std::string name = opt_string(env, o, "name");
+  if (address.empty() == name.empty()) {
+    throw Napi::TypeError::New(env, "openDevice: give exactly one of address ('127.0.0.2') or name ('eth0')");
+  }
+  opts.address_or_name = address.empty() ? name : address;
+  if (std::string d = opt_string(env, o, "deviceName"); !d.empty()) opts.name = d;
+  opts.icrc_policy = opt_choice(env, o, "icrcPolicy", kIcrcPolicies, opts.icrc_policy);
+  opts.net.receive_mode = opt_choice(env, o, "receiveMode", kReceiveModes, opts.net.receive_mode);
+  if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
+  if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));
+  if (o.Has("perFlowSourcePort")) opts.net.per_flow_source_port = o.Get("perFlowSourcePort").ToBoolean().Value();
+  if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
+  return opts;
+}
+
+OpenedDevice open_soft(Napi::Env env, EngineWrap& ew, Napi::Object o) {
+  const soft::SoftDeviceOptions opts = soft_options(env, o);
+  engine::SoftDeviceAgent* agent = ew.agents().soft_devices;
+  verbs::Result<std::unique_ptr<soft::SoftDevice>> r = verbs::Error{};
+  ew.engine()->run_on_engine([&] {
+    r = soft::open_soft_device(opts);
+    if (r.ok()) {
+      verbs::Status s = agent->attach(*r.value());
+      if (!s.ok()) r = s.error();
+    }
+  });
+  if (!r.ok()) throw verbs_error(env, r.error());
+  OpenedDevice out;
+  const soft::SoftDevice& d = *r.value();
+  const soft::InterfaceInfo& i = d.interface_info();
+  out.facts = {soft::ip_to_string(d.address()), d.gid().to_string(), 0, "", i.name, i.mtu, i.loopback, 1};
+  out.device = std::move(r).value();
+  return out;
+}
+
+#if defined(QPGATE_HAVE_IBVERBS)
+std::uint32_t interface_mtu(const std::string& netdev) {
+  std::ifstream f("/sys/class/net/" + netdev + "/mtu");  // the IP MTU; the port's active MTU is the RoCE one
+  std::uint32_t mtu = 0;
+  f >> mtu;
+  return mtu;
+}
+
+std::string dotted(std::uint32_t ipv4_host) {
+  char buf[INET_ADDRSTRLEN] = {};
+  const std::uint32_t be = htonl(ipv4_host);
+  inet_ntop(AF_INET, &be, buf, sizeof buf);
+  return buf;
+}
+
+OpenedDevice open_ibv(Napi::Env env, EngineWrap& ew, Napi::Object o) {
+  verbs::ibv::IbvDeviceOptions opts;
+  opts.device = opt_string(env, o, "name");
+  if (opts.device.empty()) throw Napi::TypeError::New(env, "openDevice: kind 'ibv' needs name, the RDMA device ('rxe0', 'mlx5_0')");
+  if (o.Has("port") && !o.Get("port").IsUndefined()) opts.port_num = static_cast<std::uint8_t>(to_u32(env, o.Get("port"), "openDevice: port", 255));
+  if (o.Has("gidIndex") && !o.Get("gidIndex").IsUndefined()) opts.gid_index = to_u32(env, o.Get("gidIndex"), "openDevice: gidIndex", 255);
+  opts.interface = opt_string(env, o, "interface");
+  engine::DeviceEventsAgent* agent = ew.agents().device_events;
+  verbs::Result<std::unique_ptr<verbs::ibv::IbvDevice>> r = verbs::Error{};
+  ew.engine()->run_on_engine([&] {
+    r = verbs::ibv::open_ibv_device(opts);  // ENETDOWN when the port is not active
+    if (!r.ok()) return;
+    verbs::Status s = agent->attach(*r.value());
+    if (!s.ok()) r = s.error();  // destroyed here, on the engine thread: nothing half-started
+  });
+  if (!r.ok()) throw verbs_error(env, r.error());
+  const verbs::ibv::IbvDevice& d = *r.value();
+  OpenedDevice out;
+  out.facts = {dotted(d.ipv4_host()), d.gid().gid.to_string(), d.gid().index, d.gid().report,
+               d.netdev(), interface_mtu(d.netdev()), d.netdev() == "lo", d.port_num()};
+  out.device = std::move(r).value();
+  out.events_agent = true;
+  return out;
+}
+#endif
+
+}  // namespace
+
+OpenedDevice open_device(Napi::Env env, EngineWrap& ew, Napi::Value options) {
+  if (!options.IsObject()) throw Napi::TypeError::New(env, "openDevice: options must be an object {kind, address | name, ...}");
+  Napi::Object o = options.As<Napi::Object>();
+  const std::string kind = opt_string(env, o, "kind");
+  if (kind.empty() || kind == "soft") return open_soft(env, ew, o);
+  if (kind != "ibv") throw Napi::TypeError::New(env, "openDevice: kind must be 'soft' or 'ibv', got '" + kind + "'");
+#if defined(QPGATE_HAVE_IBVERBS)
+  return open_ibv(env, ew, o);
+#else
+  throw verbs_error(env, verbs::Error{EOPNOTSUPP, "this build has no ibv backend: libibverbs-dev was missing when the addon was built"});
+#endif
+}
+
+verbs::Result<std::vector<GidRow>> gid_rows(verbs::Device& device, std::uint8_t port) {
+  std::vector<GidRow> rows;
+#if defined(QPGATE_HAVE_IBVERBS)
+  if (device.backend() == "ibv") {
+    auto entries = static_cast<verbs::ibv::IbvDevice&>(device).gid_entries();
+    if (!entries.ok()) return entries.error();
+    for (const auto& e : *entries) {
+      rows.push_back({e.index, e.gid.to_string(), std::string(verbs::ibv::gid_type_name(e.type)), e.netdev});
+    }
+    return rows;
+  }
+#endif
+  auto gids = device.query_gid_table(port);
+  if (!gids.ok()) return gids.error();
+  for (std::size_t i = 0; i < gids->size(); ++i) rows.push_back({static_cast<std::uint32_t>(i), (*gids)[i].to_string(), "RoCE v2", ""});
+  return rows;
+}
+
+}  // namespace qpgate::addon

@@ -1,0 +1,23 @@
+// The GID a device's packets leave from, for the code above the verbs
+// interface (feed, orders) that must put it in AhAttr.sgid_index and in
+// what it tells peers. The soft device has one entry (index 0); an rxe or
+// ConnectX port lists a link-local IPv6 GID first (index 0 on rxe), and
+// RoCEv2 over IPv4 needs the IPv4-mapped one (verbs/ibv/gid_select.h).
+#pragma once
+
+#include <cstdint>
+
+#include "verbs/device.h"
+
+namespace qpgate::verbs {
+
+struct SourceGid {
+  Gid gid;
+  std::uint8_t index = 0;
+};
+
+// Port 1's entry `index` when index >= 0 (EINVAL when it is not set); else
+// the first IPv4-mapped entry, else the first set entry (ENODEV: none).
+Result<SourceGid> choose_source_gid(Device& device, int index = -1);
+
+}  // namespace qpgate::verbs

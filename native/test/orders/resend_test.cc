@@ -1,0 +1,227 @@
+// The resend stores (order_service.h): they grow with use, are freed when
+// a session closes, and a closed (or restarted) session's next Hello gets
+// what it missed rebuilt from the journal. Addresses 127.66.<test>.x as in
+// session_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "session_support.h"
+
+namespace qpgate::orders::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(OrderSessions, ResendStoresGrowWithUseAndAreFreedOnClose) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.resend_capacity = 4096;
+  cfg.max_queued_messages = 4096;
+  Gateway gw("127.66.16.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.16.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}).ok());
+  EXPECT_EQ(gw.service->resend_bytes(), 0u) << "no store before the Hello";
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 40; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 40; }));
+  EXPECT_LE(gw.service->resend_bytes(), 64u * 400u);
+  EXPECT_GT(gw.service->resend_bytes(), 32u * 300u);
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  EXPECT_EQ(gw.service->resend_bytes(), 0u) << "a closed session holds no resend store";
+}
+
+
+TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGap) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  cfg.resend_capacity = 2;
+  cfg.back_pressure_messages = 2;
+  cfg.max_queued_messages = 2;
+  Gateway gw("127.66.10.1", cfg);
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.10.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  Client again("127.66.10.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
+  gw.run_for({&again}, 20ms);
+  ASSERT_EQ(again.received.size(), 3u);
+  const Welcome* w = again.received[0]->as<Welcome>();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->app_seq, 4u);
+  EXPECT_EQ(w->resend_from, 1u);
+  EXPECT_EQ(app_seqs(again), (std::vector<std::uint64_t>{3, 4}));  // 1 and 2 are no longer kept
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
+}
+
+// Fills made while a session was closed, and answers it was sent but did
+// not process, come back from the journal: exactly the missed app_seqs, in
+// order, the same messages; a later Hello that missed nothing replays nothing.
+TEST(OrderSessions, AClosedSessionGetsWhatItMissedRebuiltFromTheJournal) {
+  TempDir dir;
+  Gateway gw("127.66.17.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.17.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, /*cancel_on_disconnect=*/false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 105 - 5 * static_cast<std::int64_t>(i), 10));  // 100, 95, 90
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  EXPECT_EQ(gw.service->resend_bytes(), 0u);
+
+  // While A is away its resting buys trade: Fills 4 and 5 for A.
+  Client b("127.66.17.3");
+  ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
+  b.send(Hello{0});
+  b.send(sell(1, 95, 15));
+  ASSERT_TRUE(gw.run_until({&b}, [&] { return b.all<Fill>().size() == 2; }));
+
+  Client again("127.66.17.4");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{2});  // it processed the first two Acks only
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return app_seqs(again).size() == 3; }));
+  gw.run_for({&again}, 20ms);
+  EXPECT_EQ(again.all<Welcome>()[0]->app_seq, 5u);
+  EXPECT_EQ(app_seqs(again), one_to(5, 3));
+  ASSERT_EQ(again.all<Ack>().size(), 1u);
+  EXPECT_EQ(again.all<Ack>()[0]->client_order_id, 3u);
+  EXPECT_EQ(again.all<Ack>()[0]->app_seq, 3u);
+  const auto fills = again.all<Fill>();
+  ASSERT_EQ(fills.size(), 2u);
+  // Price priority: the 100 buy (clid 1) first, all of it; then 5 of the 95 (clid 2).
+  EXPECT_EQ(fills[0]->client_order_id, 1u);
+  EXPECT_EQ(fills[0]->quantity, 10);
+  EXPECT_EQ(fills[0]->leaves_quantity, 0);
+  EXPECT_EQ(fills[1]->client_order_id, 2u);
+  EXPECT_EQ(fills[1]->quantity, 5);
+  EXPECT_EQ(fills[1]->leaves_quantity, 5);
+  EXPECT_EQ(fills[0]->trade_id, b.all<Fill>()[0]->trade_id);
+  EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 1u);
+  EXPECT_EQ(gw.service->counters().resend_rebuild_failures.get(), 0u);
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
+
+  // Live again: new answers go on from 6 and into its store.
+  again.send(buy(4, 90, 1));
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.all<Ack>().size() == 2; }));
+  EXPECT_EQ(again.all<Ack>()[1]->app_seq, 6u);
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  Client third("127.66.17.5");
+  ASSERT_TRUE(third.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  third.send(Hello{6});
+  ASSERT_TRUE(gw.run_until({&third}, [&] { return third.all<Welcome>().size() == 1; }));
+  gw.run_for({&third}, 20ms);
+  EXPECT_TRUE(app_seqs(third).empty());
+  EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 1u) << "a Hello that missed nothing replays nothing";
+}
+
+// The rebuild runs on its own thread (resend_rebuilder.h) while the engine
+// goes on: what the session is sent while it runs waits in its store and
+// follows the resent messages, each app_seq once, in order, whenever the
+// rebuild finishes relative to it.
+TEST(OrderSessions, AnswersMadeWhileARebuildRunsFollowTheResentOnes) {
+  TempDir dir;
+  Gateway gw("127.66.19.1", service_config(dir.file("journal")));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.19.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, /*cancel_on_disconnect=*/false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 105 - 5 * static_cast<std::int64_t>(i), 10));  // 100, 95, 90
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+
+  Client b("127.66.19.3");
+  ASSERT_TRUE(b.handshake(*gw.service, kSessionB, SessionRole::kTrading, {kAccountB}).ok());
+  b.send(Hello{0});
+  b.send(sell(1, 95, 15));  // A's Fills 4 and 5, made while A is away
+  ASSERT_TRUE(gw.run_until({&b}, [&] { return b.all<Fill>().size() == 2; }));
+
+  Client again("127.66.19.4");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{0});
+  b.send(sell(2, 95, 5));  // A's Fill 6, made while (or just after) its missed messages are read back
+  ASSERT_TRUE(gw.run_until({&again, &b}, [&] { return app_seqs(again).size() == 6; }));
+  gw.run_for({&again, &b}, 20ms);
+  EXPECT_EQ(app_seqs(again), one_to(6));
+  const auto fills = again.all<Fill>();
+  ASSERT_EQ(fills.size(), 3u);
+  EXPECT_EQ(fills[2]->client_order_id, 2u);
+  EXPECT_EQ(fills[2]->leaves_quantity, 0);
+  EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 1u);
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 0u);
+  EXPECT_GT(gw.service->counters().resend_rebuild_ns.get(), 0u);
+}
+
+// A journal that cannot be read back: the rebuild fails with its reason,
+// counted; what it could not get back is counted as resend gaps, and the
+// session goes on with new answers.
+TEST(OrderSessions, ARebuildThatCannotReadTheJournalSaysWhyAndTheSessionGoesOn) {
+  TempDir dir;
+  const std::string journal = dir.file("journal");
+  Gateway gw("127.66.20.1", service_config(journal));
+  ASSERT_TRUE(gw.service);
+  Client a("127.66.20.2");
+  ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  a.send(Hello{0});
+  for (std::uint64_t i = 1; i <= 3; ++i) a.send(buy(i, 90, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.all<Ack>().size() == 3; }));
+  ASSERT_TRUE(gw.service->close_session(kSessionA, engine::monotonic_ns()));
+  ASSERT_TRUE(gw.service->handler().flush());
+  {  // Damage the records behind the header (the live journal only appends: it never reads them again).
+    std::FILE* f = std::fopen(journal.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fseek(f, 0, SEEK_END), 0);
+    const long size = std::ftell(f);
+    ASSERT_EQ(std::fseek(f, size / 2, SEEK_SET), 0);
+    const unsigned char junk[16] = {0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef};
+    ASSERT_EQ(std::fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    std::fclose(f);
+  }
+
+  Client again("127.66.20.3");
+  ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
+  again.send(Hello{0});
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return gw.service->counters().resend_rebuild_failures.get() == 1; }));
+  EXPECT_EQ(gw.service->last_rebuild_failure().rfind("session 1: ", 0), 0u) << gw.service->last_rebuild_failure();
+  EXPECT_GT(gw.service->last_rebuild_failure().size(), std::string{"session 1: "}.size());
+  again.send(buy(4, 90, 1));
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.all<Ack>().size() >= 1 && again.all<Ack>().back()->client_order_id == 4; }));
+  EXPECT_EQ(again.all<Ack>().back()->app_seq, 4u);
+  EXPECT_EQ(again.all<Welcome>().size(), 1u);
+  // What the replay got before the damage is resent; the rest is counted missing.
+  const std::size_t resent = app_seqs(again).size() - 1;
+  EXPECT_EQ(gw.service->counters().resend_gaps.get(), 3u - resent);
+}
+
+// Many sessions, each opened, greeted, answered and closed: the resend
+// stores' memory goes back to nothing every time (RSS is measured end to end
+// in test/orders/session-memory.test.ts).
+TEST(OrderSessions, SessionsOpenedAndClosedLeaveNoResendStoreBehind) {
+  TempDir dir;
+  ServiceConfig cfg = service_config(dir.file("journal"));
+  Gateway gw("127.66.18.1", cfg);
+  ASSERT_TRUE(gw.service);
+  constexpr std::uint32_t kSessions = 40;
+  for (std::uint32_t i = 0; i < kSessions; ++i) {
+    const std::uint32_t id = 100 + i;
+    Client c("127.66.18.2");
+    ASSERT_TRUE(c.handshake(*gw.service, id, SessionRole::kTrading, {kAccountA}).ok());
+    c.send(Hello{0});
+    c.send(buy(1, 90, 1));
+    ASSERT_TRUE(gw.run_until({&c}, [&] { return c.answers == 1; }));
+    EXPECT_GT(gw.service->resend_bytes(), 0u);
+    ASSERT_TRUE(gw.service->close_session(id, engine::monotonic_ns()));
+    EXPECT_EQ(gw.service->resend_bytes(), 0u) << "session " << id;
+  }
+  EXPECT_EQ(gw.service->counters().resend_rebuilds.get(), 0u);
+}
+
+}  // namespace
+}  // namespace qpgate::orders::test
