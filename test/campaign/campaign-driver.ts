@@ -11,17 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { ordersYaml, TOKENS } from '../orders/support.js';
+import { call, ordersYaml, TOKENS } from '../orders/support.js';
 import { scrape } from '../orders/e2e-support.js';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { QPGATE_BIN } from '../support/paths.js';
 import { FeedSide } from './campaign-feed.js';
 import { OrderSide } from './campaign-orders.js';
 import { applyPhase, clearLinks, netemCounters, PHASES, type Link } from './netem.js';
-import { flatness, ProcessSampler } from './process-sampler.js';
+import { flatness, mappingGrowth, ProcessSampler, readMappings, type Mapping } from './process-sampler.js';
 
 const env = (k: string, d: number): number => Number(process.env[k] ?? d);
-const KILLS = env('QPGATE_CAMPAIGN_KILLS', 2);
+const KILLS = env('QPGATE_CAMPAIGN_KILLS', 1);
 const KILL_MS = env('QPGATE_CAMPAIGN_KILL_MS', 10_000);
 const SOAK_S = env('QPGATE_CAMPAIGN_SOAK_S', 60);
 const PHASE_MS = env('QPGATE_CAMPAIGN_PHASE_MS', 5000);
@@ -29,6 +29,9 @@ const RATE = env('QPGATE_CAMPAIGN_TICK_RATE', 500);
 const ORDERS = env('QPGATE_CAMPAIGN_ORDERS', 800);
 const WARMUP_S = env('QPGATE_CAMPAIGN_WARMUP_S', 20);
 
+// How long a gateway start may take: 67-152 s measured at load 12-16, over 180 s at load 25 (other
+// helpers' builds and guests on this 2-CPU host; the run failed there).
+const READY_MS = 300_000;
 const GW_NS = 'qg-gw';
 const GW_IP = '10.78.0.1';
 const PORT = 7480;
@@ -74,21 +77,31 @@ async function startGateway(file: string, stateDir: string): Promise<GatewayProc
   const gw = await startGatewayProcess(
     ['--config', file, '--host', GW_IP, '--port', String(PORT), '--set', `state.dir=${stateDir}`, '--set', `backend.address=${GW_IP}`],
     {},
-    { command: 'ip', argv: ['netns', 'exec', GW_NS, process.execPath, QPGATE_BIN], readyTimeoutMs: 180_000 },
+    { command: 'ip', argv: ['netns', 'exec', GW_NS, process.execPath, QPGATE_BIN], readyTimeoutMs: READY_MS },
   );
   log(`gateway pid ${gw.child.pid} ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return gw;
 }
 
 /** What the soak's RSS is made of, scraped beside it: the retransmission ring fills (and its pages become resident) until it wraps. */
-const gauges: Array<{ t: number; ringFrames?: number; heapUsed?: number }> = [];
+const gauges: Array<{ t: number; ringFrames?: number; heapUsed?: number; renewals?: number[]; held?: number[] }> = [];
+let feedSide: FeedSide | undefined;
+
+/** The gateway's sessions as GET /v1/sessions lists them (what each holds and counts), or the error. */
+async function sessionsNow(): Promise<unknown> {
+  try {
+    return (await call(URL, 'GET', '/v1/sessions', TOKENS.ops)).json;
+  } catch (e) {
+    return String(e);
+  }
+}
 
 /** The gateway's next feed sequence, scraped: what it had published by then. */
 async function publishedEnd(): Promise<bigint> {
   try {
     const m = await scrape(URL);
     const v = m('qpgate_feed_next_sequence', 'qpgate_feed_next_sequence', { channel: '1' });
-    gauges.push({ t: process.uptime(), ringFrames: m('qpgate_feed_retransmit_ring_frames', 'qpgate_feed_retransmit_ring_frames', { channel: '1' }), heapUsed: m('nodejs_heap_size_used_bytes', 'nodejs_heap_size_used_bytes') });
+    gauges.push({ t: process.uptime(), ringFrames: m('qpgate_feed_retransmit_ring_frames', 'qpgate_feed_retransmit_ring_frames', { channel: '1' }), heapUsed: m('nodejs_heap_size_used_bytes', 'nodejs_heap_size_used_bytes'), renewals: feedSide?.renewals(), held: feedSide?.held() });
     return v === undefined ? 0n : BigInt(Math.floor(v));
   } catch {
     return 0n;
@@ -128,14 +141,24 @@ function startPhases(): { stop: () => void; counts: Record<string, { sent: numbe
   };
 }
 
+/** The subscribers make their recovery sessions again by themselves after a restart (src/feed/recovery-link.ts): waited for, bounded. */
+async function recoveryRenewed(feed: FeedSide, renewals: number): Promise<void> {
+  const until = Date.now() + 120_000;
+  while (!feed.recoveryUp(renewals)) {
+    if (Date.now() > until) throw new Error(`the subscribers did not make their recovery sessions again within 120 s of the restart: renewals ${feed.renewals().join('/')}`);
+    await sleep(500);
+  }
+}
+
 async function main(): Promise<void> {
   const { file, stateDir } = writeConfig();
   const feed = new FeedSide({ addresses: ['10.78.0.11', '10.78.0.12', '10.78.0.13'], group: GROUP, token: FEED_TOKEN });
   const orders = new OrderSide('10.78.0.20', Math.ceil(ORDERS / 8));
+  feedSide = feed;
   await feed.start();
   let gw = await startGateway(file, stateDir);
   const starts: number[] = [];
-  await feed.join(URL, 0);
+  await feed.join(URL);
   await orders.start(URL);
   const phases = startPhases();
   const status = setInterval(
@@ -156,13 +179,13 @@ async function main(): Promise<void> {
     gw.child.kill('SIGKILL');
     await gw.exited;
     orders.lost();
-    await feed.leave(ends);
+    feed.lifeEnded(ends);
     ends = 0n;
     const r0 = Date.now();
     gw = await startGateway(file, stateDir);
     starts.push((Date.now() - r0) / 1000);
-    await feed.join(URL, life + 1);
-    log('subscribers joined');
+    await recoveryRenewed(feed, life + 1);
+    log(`subscribers' recovery sessions made again (${feed.renewals().join('/')})`);
     await orders.reconnect();
     log('order sessions reconnected');
   }
@@ -170,19 +193,31 @@ async function main(): Promise<void> {
   const sampler = new ProcessSampler(gw.child.pid!);
   const soakFrom = process.uptime();
   const soakEnd = Date.now() + SOAK_S * 1000;
+  const warmEnd = Date.now() + WARMUP_S * 1000;
+  let warm: Mapping[] | undefined;
+  const sessions: unknown[] = [await sessionsNow()];
   while (Date.now() < soakEnd) {
     const p = await publishedEnd();
     if (p > ends) ends = p;
+    if (warm === undefined && Date.now() >= warmEnd) {
+      warm = readMappings(gw.child.pid!);
+      sessions.push(await sessionsNow());
+    }
     await sleep(500);
   }
   sampler.stop();
+  // Which mappings grew after the warm-up: anon (heap, ring, tables) or a file (the journal).
+  const grew = mappingGrowth(warm ?? [], readMappings(gw.child.pid!));
+  sessions.push(await sessionsNow());
   phases.stop();
   clearInterval(status);
   log(`soak over: answered ${orders.answered}/${orders.total}`);
   const report = await orders.finish(URL);
   log('orders checked');
   ends = (await publishedEnd()) > ends ? await publishedEnd() : ends;
-  await feed.leave(ends);
+  feed.lifeEnded(ends);
+  const lives = feed.lives();
+  const subscribers = await feed.leave();
   gw.child.kill('SIGTERM');
   const exit = await gw.exited;
   await orders.stop();
@@ -196,9 +231,10 @@ async function main(): Promise<void> {
         restartS: starts,
         lastExit: exit,
         netem: phases.counts,
-        feed: feed.records,
+        feed: lives,
+        subscribers,
         orders: report,
-        soak: { gauges: gauges.filter((g) => g.t >= soakFrom), samples: sampler.samples, rss: flatness(sampler.samples, WARMUP_S, (s) => s.rssKiB), cpu: flatness(sampler.samples, WARMUP_S, (s) => s.cpu) },
+        soak: { grew, sessions, gauges: gauges.filter((g) => g.t >= soakFrom), samples: sampler.samples, rss: flatness(sampler.samples, WARMUP_S, (s) => s.rssKiB), cpu: flatness(sampler.samples, WARMUP_S, (s) => s.cpu) },
       }),
     }),
   );

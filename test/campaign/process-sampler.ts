@@ -7,6 +7,10 @@ export interface ProcessSample {
   /** Seconds since sampling started. */
   t: number;
   rssKiB: number;
+  /** RssAnon / RssFile / RssShmem of /proc/<pid>/status: what the resident set is made of. */
+  anonKiB: number;
+  fileKiB: number;
+  shmemKiB: number;
   /** CPU seconds (user + system) used since the previous sample, per second of wall time. */
   cpu: number;
 }
@@ -28,9 +32,41 @@ function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-function rssKiB(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) : NaN;
+function residentKiB(pid: number): Pick<ProcessSample, 'rssKiB' | 'anonKiB' | 'fileKiB' | 'shmemKiB'> {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string): number => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return m ? Number(m[1]) : NaN;
+  };
+  return { rssKiB: kib('VmRSS'), anonKiB: kib('RssAnon'), fileKiB: kib('RssFile'), shmemKiB: kib('RssShmem') };
+}
+
+/** One mapping of /proc/<pid>/smaps: its range and name, and its resident KiB. */
+export interface Mapping {
+  range: string;
+  name: string;
+  rssKiB: number;
+}
+
+export function readMappings(pid: number): Mapping[] {
+  const out: Mapping[] = [];
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) out.push({ range: head[1]!, name: head[2] || '[anon]', rssKiB: 0 });
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && out.length > 0) out[out.length - 1]!.rssKiB = Number(rss[1]);
+  }
+  return out;
+}
+
+/** The mappings whose resident set grew most from `before` to `after` (by range; a new range counts from 0). */
+export function mappingGrowth(before: readonly Mapping[], after: readonly Mapping[], top = 12): Array<Mapping & { grewKiB: number }> {
+  const was = new Map(before.map((m) => [m.range, m.rssKiB]));
+  return after
+    .map((m) => ({ ...m, grewKiB: m.rssKiB - (was.get(m.range) ?? 0) }))
+    .filter((m) => m.grewKiB !== 0)
+    .sort((a, b) => b.grewKiB - a.grewKiB)
+    .slice(0, top);
 }
 
 export class ProcessSampler {
@@ -53,7 +89,7 @@ export class ProcessSampler {
     try {
       const ticks = cpuTicks(this.pid);
       const now = Date.now();
-      this.samples.push({ t: (now - this.#start) / 1000, rssKiB: rssKiB(this.pid), cpu: (ticks - this.#lastTicks) / CLOCK_TICKS / ((now - this.#lastAt) / 1000) });
+      this.samples.push({ t: (now - this.#start) / 1000, ...residentKiB(this.pid), cpu: (ticks - this.#lastTicks) / CLOCK_TICKS / ((now - this.#lastAt) / 1000) });
       this.#lastTicks = ticks;
       this.#lastAt = now;
     } catch {
