@@ -145,6 +145,8 @@ export interface NativeFeedSubscriber {
   /** Our side of the recovery connection (null without config.recovery). */
   recoveryLocal(): RcEndpointInfo | null;
   connectRecovery(gateway: RcEndpointInfo): void;
+  /** A new recovery QP in place of the old one (after the gateway restarted, or the QP failed): our new side, to connect with connectRecovery. */
+  renewRecovery(): RcEndpointInfo;
   /** The application's queue, reported to the gateway over the recovery connection. */
   reportConsumer(load: { queued: number; dropped: number; conflated: number }): void;
   close(): void;

@@ -19,7 +19,8 @@
 // resynced from a snapshot (messages with snapshot: true, between
 // SnapshotBegin and SnapshotEnd). What cannot be recovered is reported
 // ('gap' event, stats.unrecoverable). Without options.recovery every gap is
-// unrecoverable.
+// unrecoverable. When the gateway restarts (a new feed session) or the
+// recovery QP fails, the session is made again (recovery-link.ts).
 import { Engine, type EngineOptions } from '../native/engine.js';
 import type { OpenDeviceOptions, OpenIbvDeviceOptions } from '../native/verbs.js';
 import { FeedBatch, type FeedMessage } from './feed-batch.js';
@@ -39,7 +40,9 @@ export type { FeedWarning } from './other-session.js';
 import { readGapRecord, readSessionRecord } from './records.js';
 import { routeSubscriberRecords } from './subscriber-records.js';
 import type { ControlTlsOptions } from '../http/control-fetch.js';
-import { httpRecoveryHandshake, type RecoveryHandshake, type RecoveryHandshakeAnswer } from './recovery-handshake.js';
+import { httpRecoveryHandshake, type RecoveryHandshake } from './recovery-handshake.js';
+import { RecoveryLink, type RecoveryLinkStats } from './recovery-link.js';
+export type { RecoveryLinkStats } from './recovery-link.js';
 
 export interface SubscriberChannelConfig {
   readonly id: number;
@@ -133,7 +136,7 @@ export interface FeedSessionChange {
 /** Recovery counters, as the native subscriber keeps them (native.ts documents each). */
 type RecoveryChannelStats = Pick<
   NativeSubscriberChannelStats,
-  'snapshots' | 'snapshotMessages' | 'recoveryRequests' | 'throttled' | 'rangeGone' | 'recoveryFailures' | 'held'
+  'snapshots' | 'snapshotMessages' | 'recoveryRequests' | 'throttled' | 'rangeGone' | 'recoveryFailures' | 'bufferOverflows' | 'held'
 >;
 
 export interface SubscriberChannelStats extends RecoveryChannelStats {
@@ -175,6 +178,8 @@ export interface SubscriberStats {
   /** The iterator's queue: policy, lag (queued), high water, dropped, conflated. */
   consumer: QueueStats;
   decodeErrors: number;
+  /** The recovery session's renewals (undefined without recovery). */
+  recovery: RecoveryLinkStats | undefined;
 }
 
 type Listener<T> = (v: T) => void;
@@ -197,7 +202,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
   #iterating = false;
   #wake: (() => void) | undefined;
   #closed = false;
-  #recoverySession: RecoveryHandshakeAnswer | undefined;
+  #recovery: RecoveryLink | undefined;
   #reportTimer: NodeJS.Timeout | undefined;
   readonly #watchTimer: NodeJS.Timeout;
 
@@ -220,6 +225,8 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         },
         session: (p) => {
           const s = readSessionRecord(p);
+          // A gateway draws a new session at every start: the recovery session was with the process that is gone.
+          if (s.oldSession !== 0) void this.#recovery?.renew(`a new feed session on channel ${s.channel} (the gateway restarted)`);
           this.#emit('session', { channel: s.channel, oldSession: s.oldSession, newSession: s.newSession, nextSeq: s.nextSeq });
         },
       }),
@@ -268,6 +275,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
         throttled: c.throttled,
         rangeGone: c.rangeGone,
         recoveryFailures: c.recoveryFailures,
+        bufferOverflows: c.bufferOverflows,
         held: c.held,
         sessionChanges: c.sessionChanges,
         session: c.session,
@@ -283,22 +291,23 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
       iteratorDrops: this.#queue.stats().dropped,
       consumer: this.#queue.stats(),
       decodeErrors: 0,
+      recovery: this.#recovery?.stats(),
     };
   }
 
-  /** The gateway's recovery session id (undefined without recovery). */
+  /** The gateway's recovery session id (undefined without recovery, or while it is made again). */
   get recoverySessionId(): number | undefined {
-    return this.#recoverySession?.id;
+    return this.#recovery?.stats().session;
   }
 
-  /** @internal Connects the native recovery QP to the gateway's side. */
-  connectRecovery(answer: RecoveryHandshakeAnswer, reportIntervalMs = 250): void {
-    this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu });
-    this.#recoverySession = answer;
+  /** @internal The connected recovery session, kept up from here on. */
+  attachRecovery(link: RecoveryLink, reportIntervalMs = 250): void {
+    this.#recovery = link;
     // The engine sends what the application's queue says in its SubscriberReports.
     this.#reportTimer = setInterval(() => {
       const q = this.#queue.stats();
       this.#native.reportConsumer({ queued: q.queued, dropped: q.dropped, conflated: q.conflated });
+      link.check();
     }, Math.max(10, Math.min(reportIntervalMs, 1000)));
     this.#reportTimer.unref();
   }
@@ -316,7 +325,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
     clearInterval(this.#watchTimer);
     this.#native.close();
     this.#wake?.();
-    await this.#recoverySession?.close();
+    await this.#recovery?.close();
     if (this.#ownEngine) await this.#engine.stop();
   }
 
@@ -369,6 +378,7 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
 
 async function connectRecovery(
   sub: FeedSubscriber,
+  native: NativeFeedSubscriber,
   local: ReturnType<NativeFeedSubscriber['recoveryLocal']>,
   r: SubscriberRecoveryOptions,
   channels: readonly SubscriberChannelConfig[],
@@ -379,13 +389,9 @@ async function connectRecovery(
     if (r.url === undefined || r.token === undefined) throw new TypeError('subscribe: recovery needs url and token (or a handshake function)');
     handshake = httpRecoveryHandshake({ url: r.url, token: r.token, ...(r.tls ? { tls: r.tls } : {}) });
   }
-  const answer = await handshake({ name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), local });
-  try {
-    sub.connectRecovery(answer, r.reportIntervalMs);
-  } catch (e) {
-    await answer.close();
-    throw e;
-  }
+  const link = new RecoveryLink(native, { name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), handshake });
+  await link.connect(local);
+  sub.attachRecovery(link, r.reportIntervalMs);
 }
 
 function isDeviceOptions(d: SubscribeOptions['device']): d is OpenDeviceOptions | OpenIbvDeviceOptions {
@@ -427,7 +433,7 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
     const sub = new FeedSubscriber(engine, own, native, options);
     if (r !== undefined) {
       try {
-        await connectRecovery(sub, native.recoveryLocal(), r, options.channels);
+        await connectRecovery(sub, native, native.recoveryLocal(), r, options.channels);
       } catch (e) {
         own = false; // close() stops the engine it owns
         await sub.close();

@@ -17,6 +17,7 @@ import { RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
 import { writeConfig, call } from '../orders/support.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
+import { syntheticFeedYaml } from '../support/feed-engine.js';
 
 const FEED_TOKEN = 'feed-token-0123456789abcdef';
 const OTHER_TOKEN = 'other-token-0123456789abcdef';
@@ -29,13 +30,7 @@ test('a late subscriber with 5% loss recovers through the gateway route: snapsho
     - {name: ops, scope: admin, token: ${ADMIN_TOKEN}}
     - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
     - {name: other, scope: read, token: ${OTHER_TOKEN}, roles: [recovery], channels: [2]}
-feeds:
-  enabled: true
-  channels:
-    - {id: 1, groupA: "${group}", heartbeatMs: 5}
-  instruments: {count: 40}
-  synthetic: {enabled: true, ratePerSec: 20000}
-`);
+${syntheticFeedYaml({ group, heartbeatMs: 5, instruments: 40, ratePerSec: 20000 })}`);
   const config = loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`] });
   const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
   const e = new Engine({ toEngineCapacity: 1 << 20, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });
@@ -98,13 +93,7 @@ test("the gateway's /metrics name a slow subscriber: its lag and drops come from
   tokens:
     - {name: ops, scope: admin, token: ${ADMIN_TOKEN}}
     - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
-feeds:
-  enabled: true
-  channels:
-    - {id: 1, groupA: "${group}", heartbeatMs: 5}
-  instruments: {count: 40}
-  synthetic: {enabled: true, ratePerSec: 20000}
-`);
+${syntheticFeedYaml({ group, heartbeatMs: 5, instruments: 40, ratePerSec: 20000 })}`);
   const config = loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`] });
   const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
   const e = new Engine({ toEngineCapacity: 1 << 20, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });

@@ -17,7 +17,7 @@ import { openFeedDevice } from '../../src/feed/native.js';
 import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
 import { RecoverySessionProvider } from '../../src/feed/recovery-provider.js';
 import { SessionError, type SessionOpenRequest } from '../../src/gateway/sessions/provider.js';
-import { RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
+import { httpRecoveryHandshake, RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
 
 const TOKEN = 'recovery-test-token';
@@ -316,6 +316,58 @@ test('a name is refused (409) while its session is connected; once the subscribe
     await again.close();
   } finally {
     pub.close();
+    await e.stop();
+  }
+});
+
+// The campaign's late joiners never got their snapshot (test/campaign): under
+// TCG the handshake took longer than requestTimeoutMs while frames already
+// came in, and the wait for the connection timed out into live delivery
+// without state. The wait for a connection being made is now bounded by
+// bufferFrames, and requestTimeoutMs counts from the connection.
+test('a late join whose handshake takes longer than requestTimeoutMs still starts from the snapshot, with no gap', async () => {
+  const e = await engine();
+  const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.92.5' }), { channels: [{ id: 1, groupA: '239.78.92.5', heartbeatMs: 5 }], instruments: { 1: 1 } });
+  const server = await sessionsServer(providerFor(pub, [1]));
+  let publishing = true;
+  const feeding = (async () => {
+    for (let i = 0; publishing; i += 10) {
+      pub.publish(1, Array.from({ length: 10 }, (_, k) => quote(i + k)));
+      await sleep(5);
+    }
+  })();
+  try {
+    await sleep(50);
+    const got: FeedMessage[] = [];
+    const gaps: FeedGap[] = [];
+    const http = httpRecoveryHandshake({ url: server.url, token: TOKEN });
+    const sub = await subscribe({
+      engine: e,
+      device: { address: '127.78.92.7' },
+      channels: [{ id: 1, groupA: '239.78.92.5' }],
+      onMessage: (m) => got.push(m),
+      onGap: (g) => gaps.push(g),
+      // Frames arrive all through this handshake: three request timeouts long.
+      recovery: { name: 'slow-handshake', handshake: async (r) => (await sleep(1500), http(r)), requestTimeoutMs: 500 },
+    });
+    await until(() => got.some((m) => !m.snapshot));
+    await sleep(200);
+    publishing = false;
+    await feeding;
+    const s = sub.stats().channels[0]!;
+    assert.equal(s.recoveryFailures, 0, 'the wait for the connection did not time out');
+    assert.equal(s.snapshots, 1);
+    assert.ok(got[0]!.snapshot, 'state came first');
+    const live = got.filter((m) => !m.snapshot);
+    const asOf = got[0]!.seq;
+    live.forEach((m, i) => assert.equal(m.seq, asOf + 1n + BigInt(i)));
+    assert.deepEqual(gaps, []);
+    await sub.close();
+  } finally {
+    publishing = false;
+    await feeding;
+    pub.close();
+    await server.close();
     await e.stop();
   }
 });

@@ -15,6 +15,7 @@ import { startGateway, type Gateway } from '../../src/gateway/service.js';
 import { subscribe, type FeedWarning } from '../../src/feed/subscriber.js';
 import { writeConfig } from '../orders/support.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
+import { syntheticFeedYaml } from '../support/feed-engine.js';
 import { runCli } from '../support/cli.js';
 
 const ADMIN_TOKEN = 'admin-token-two-gateways-0123456789';
@@ -28,13 +29,7 @@ async function gateway(group: string): Promise<Gateway> {
     - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
 orders:
   enabled: false
-feeds:
-  enabled: true
-  channels:
-    - {id: 1, groupA: "${group}", heartbeatMs: 20}
-  instruments: {count: 20}
-  synthetic: {enabled: true, ratePerSec: 2000}
-`);
+${syntheticFeedYaml({ group, heartbeatMs: 20, instruments: 20, ratePerSec: 2000 })}`);
   const config = loadConfig({ env: {}, file, overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`] });
   return startGateway(config, createLogger('silent'), { handleSignals: false });
 }

@@ -36,8 +36,8 @@ export async function scrape(url: string): Promise<(family: string, sample: stri
 }
 
 /** Waits until every client has processed everything its session was sent. */
-export async function quiesce(url: string, clients: OrderClient[]): Promise<void> {
-  const end = Date.now() + 30_000;
+export async function quiesce(url: string, clients: OrderClient[], timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
   for (;;) {
     const list = (await call(url, 'GET', '/v1/sessions', TOKENS.ops)).json.sessions as Array<{ id: number; lastAppSeq: string }>;
     const behind = clients.filter((c) => BigInt(list.find((s) => s.id === c.id)?.lastAppSeq ?? '0') !== c.lastAppSeq);
@@ -66,9 +66,9 @@ export async function cancelResting(clients: OrderClient[], check: CheckResult, 
   return cancelled;
 }
 
-export async function checkRisk(url: string, device: Device, engine: Engine, check: CheckResult): Promise<void> {
+export async function checkRisk(url: string, device: Device, engine: Engine, check: CheckResult, timeoutMs?: number): Promise<void> {
   const accounts = Array.from({ length: SESSIONS }, (_, s) => BigInt(s + 1));
-  const risk = await RiskClient.connect({ url, token: TOKENS.ops, name: 'risk-check', accounts, engine, device });
+  const risk = await RiskClient.connect({ url, token: TOKENS.ops, name: 'risk-check', accounts, engine, device, timeoutMs });
   try {
     for (const account of accounts) {
       const w = await risk.readAll(account);

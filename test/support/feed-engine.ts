@@ -19,3 +19,14 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
     await sleep(2);
   }
 }
+
+/** The `feeds:` block of a gateway config publishing a synthetic feed on one channel. */
+export function syntheticFeedYaml(o: { group: string; heartbeatMs: number; instruments: number; ratePerSec: number }): string {
+  return `feeds:
+  enabled: true
+  channels:
+    - {id: 1, groupA: "${o.group}", heartbeatMs: ${o.heartbeatMs}}
+  instruments: {count: ${o.instruments}}
+  synthetic: {enabled: true, ratePerSec: ${o.ratePerSec}}
+`;
+}

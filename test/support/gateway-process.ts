@@ -20,6 +20,8 @@ export interface GatewayLaunch {
   command: string;
   argv: string[];
   cwd?: string;
+  /** How long `qpgate ready` may take (default 15 s; node under qemu's TCG starts far slower). */
+  readyTimeoutMs?: number;
 }
 
 export async function startGatewayProcess(
@@ -40,7 +42,8 @@ export async function startGatewayProcess(
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not become ready in 15 s:\n${out}`)), 15_000);
+    const readyMs = launch.readyTimeoutMs ?? 15_000;
+    const timer = setTimeout(() => reject(new Error(`gateway did not become ready in ${readyMs / 1000} s:\n${out}`)), readyMs);
     const onData = (): void => {
       // Whole lines only: a chunk may end inside the ready line (parsing half of it threw, after the timer was cleared).
       for (const line of out.split('\n').slice(0, -1)) {

@@ -447,6 +447,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
                         InstanceMethod<&SubscriberWrap::LatencyCounts>("latencyCounts"),
                         InstanceMethod<&SubscriberWrap::RecoveryLocal>("recoveryLocal"),
                         InstanceMethod<&SubscriberWrap::ConnectRecovery>("connectRecovery"),
+                        InstanceMethod<&SubscriberWrap::RenewRecovery>("renewRecovery"),
                         InstanceMethod<&SubscriberWrap::ReportConsumer>("reportConsumer"),
                         InstanceMethod<&SubscriberWrap::Close>("close")});
   }
@@ -503,6 +504,21 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     });
     if (!st.ok()) throw Napi::Error::New(env, "subscriber.connectRecovery: " + std::string(st.message()));
     return env.Undefined();
+  }
+  // renewRecovery(): a new recovery QP in place of the old one (feed::Subscriber::renew_recovery); our new side.
+  Napi::Value RenewRecovery(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this subscriber was closed");
+    if (!recovery_local_) throw Napi::Error::New(env, "subscriber.renewRecovery: created without a recovery config");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    verbs::Result<verbs::RcPeer> local = verbs::Error{ENOENT, "the subscriber is gone"};
+    h_.engine->run_on_engine([&] {
+      if (feed::Subscriber* s = agent->subscriber(id); s != nullptr) local = s->renew_recovery();
+    });
+    if (!local.ok()) throw Napi::Error::New(env, "subscriber.renewRecovery: " + local.error().message);
+    recovery_local_ = *local;
+    return rc_peer_to_js(env, *recovery_local_);
   }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {

@@ -3,8 +3,10 @@
 namespace qpgate::feed {
 
 verbs::Result<std::unique_ptr<RecoveryClient>> RecoveryClient::create(verbs::Device& device,
-                                                                      const SubscriberRecoveryConfig& c) {
+                                                                      const SubscriberRecoveryConfig& c,
+                                                                      std::shared_ptr<RecoveryClientCounters> counters) {
   std::unique_ptr<RecoveryClient> r(new RecoveryClient(c));
+  if (counters != nullptr) r->counters_ = std::move(counters);
   RcEndpointConfig ec;
   ec.recv_slots = c.recv_slots;
   ec.recv_bytes = c.reply_bytes;

@@ -46,12 +46,16 @@ struct RecoveryClientCounters {
 
 class RecoveryClient {
  public:
-  static verbs::Result<std::unique_ptr<RecoveryClient>> create(verbs::Device& device, const SubscriberRecoveryConfig& c);
+  // `counters`: a renewed connection (Subscriber::renew_recovery) goes on counting in its predecessor's.
+  static verbs::Result<std::unique_ptr<RecoveryClient>> create(verbs::Device& device, const SubscriberRecoveryConfig& c,
+                                                               std::shared_ptr<RecoveryClientCounters> counters = nullptr);
 
   verbs::RcPeer local() const { return ep_->local(); }
   verbs::Status connect(const verbs::RcPeer& peer);
   bool connected() const { return ep_->connected(); }
   bool failed() const { return ep_->failed(); }
+  // Made, not yet connected (the handshake is under way): a recovery need waits for it without timing out.
+  bool connecting() const { return !ep_->connected() && !ep_->failed(); }
   verbs::QpState state() const { return ep_->state(); }
 
   std::uint64_t next_request_id() { return ++last_request_id_; }

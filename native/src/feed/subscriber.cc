@@ -43,6 +43,7 @@ std::string validate(const SubscriberConfig& c) {
 verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& device, const SubscriberConfig& config) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed subscriber: " + e};
   std::unique_ptr<Subscriber> s(new Subscriber(config));
+  s->device_ = &device;
   if (config.recovery.enabled) {
     auto rc = RecoveryClient::create(device, config.recovery);
     if (!rc.ok()) return verbs::Error{rc.error().code, "feed subscriber: recovery connection: " + rc.error().message};
@@ -110,7 +111,19 @@ void Subscriber::report(std::uint64_t now_ns) {
 verbs::Status Subscriber::connect_recovery(const verbs::RcPeer& gateway) {
   if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
   if (recovery_->connected() || recovery_->failed()) return verbs::Error{EALREADY, "feed subscriber: the recovery connection was already made"};
-  return recovery_->connect(gateway);
+  if (verbs::Status st = recovery_->connect(gateway); !st.ok()) return st;
+  const std::uint64_t now = engine::monotonic_ns();
+  for (auto& c : channels_) c->on_connected(now);
+  return {};
+}
+
+verbs::Result<verbs::RcPeer> Subscriber::renew_recovery() {
+  if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
+  auto rc = RecoveryClient::create(*device_, config_.recovery, recovery_->shared_counters());
+  if (!rc.ok()) return verbs::Error{rc.error().code, "feed subscriber: recovery connection: " + rc.error().message};
+  for (auto& c : channels_) c->set_client(rc->get());
+  recovery_ = std::move(rc).value();
+  return recovery_->local();
 }
 
 const Arbiter* Subscriber::arbiter(std::uint16_t channel) const {

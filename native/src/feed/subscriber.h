@@ -120,6 +120,11 @@ class Subscriber {
   // handshake, then the gateway's answer. Engine thread.
   RecoveryClient* recovery() const { return recovery_.get(); }
   verbs::Status connect_recovery(const verbs::RcPeer& gateway);
+  // A new recovery connection (a new RC QP) in place of the current one,
+  // which is destroyed: after the gateway restarted or the QP failed, the
+  // old one can never answer. Returns our new side for the handshake; what
+  // the channels still need waits for connect_recovery().
+  verbs::Result<verbs::RcPeer> renew_recovery();
   // The application's queue (lag, drops), reported to the gateway over the recovery connection.
   const std::shared_ptr<ConsumerLoad>& consumer_load() const { return consumer_; }
 
@@ -130,6 +135,7 @@ class Subscriber {
   void make_channels();
 
   SubscriberConfig config_;
+  verbs::Device* device_ = nullptr;  // outlives the subscriber (the feed agent removes it first)
   std::unique_ptr<UdEndpoint> ep_;
   std::unique_ptr<RecoveryClient> recovery_;
   std::shared_ptr<ConsumerLoad> consumer_ = std::make_shared<ConsumerLoad>();

@@ -117,12 +117,10 @@ void SubscriberChannel::gap(std::uint64_t from, std::uint64_t count) {
 
 void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq) {
   if (old_session != 0) counters.session_changes.add();
+  // What the old session still needed can never come: reported, and its held frames delivered.
+  flush_pending();
   counters.session.set(new_session);
   counters.expected.set(next_seq);
-  // Whatever was known or asked of the old session is void.
-  pending_.clear();
-  held_frames_ = 0;
-  counters.held.set(0);
   outstanding_ = 0;
   retry_at_ = 0;
   session_ = new_session;
@@ -144,6 +142,7 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
 void SubscriberChannel::need(std::uint64_t since) { need_since_ = since == 0 ? 1 : since; }
 
 bool SubscriberChannel::waited_too_long() const {
+  if (outstanding_ == 0 && client_->connecting()) return false;  // bounded by buffer_frames; the clock starts at the connection
   const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
   return since != 0 && now_ns > since && now_ns - since > client_->config().request_timeout_ns;
 }
@@ -160,6 +159,10 @@ void SubscriberChannel::give_up() {
   counters.recovery_failures.add();
   outstanding_ = 0;
   retry_at_ = 0;
+  flush_pending();
+}
+
+void SubscriberChannel::flush_pending() {
   mode_ = Mode::kLive;
   std::deque<Pending> items;
   items.swap(pending_);
@@ -303,6 +306,16 @@ void SubscriberChannel::pump() {
     ask(q);
     return;
   }
+}
+
+void SubscriberChannel::set_client(RecoveryClient* client) {
+  client_ = client;
+  outstanding_ = 0;  // its reply would come on the old QP, which is gone
+  retry_at_ = 0;
+}
+
+void SubscriberChannel::on_connected(std::uint64_t now) {
+  if (recovering() && outstanding_ == 0) need(now);
 }
 
 std::uint64_t SubscriberChannel::deadline() const {

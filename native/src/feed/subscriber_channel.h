@@ -21,6 +21,13 @@
 //             frames overflowed, or another status
 //             recovery gives up: the queued ranges are unrecoverable and
 //             the held frames are delivered.
+//   a connection being made (the handshake, or a renewal after the gateway
+//             restarted: Subscriber::renew_recovery)
+//             what is needed waits for it, bounded by buffer_frames only;
+//             request_timeout_ns counts from the connection.
+//   a new session
+//             what the old one still needed is over: its queued ranges are
+//             reported unrecoverable, its held frames delivered.
 // Held frames are copies: recovery allocates; the live path does not.
 // One thread (the engine's).
 #pragma once
@@ -55,6 +62,10 @@ class SubscriberChannel final : public ArbiterSink {
   void pump();
   // When pump() must run again without traffic (0: not needed).
   std::uint64_t deadline() const;
+  // The recovery connection was renewed: what was asked of the old one is void.
+  void set_client(RecoveryClient* client);
+  // The connection is up (at `now`, CLOCK_MONOTONIC): a waiting need's timeout starts.
+  void on_connected(std::uint64_t now);
 
   SubscriberChannelConfig config;
   Arbiter arbiter;
@@ -84,6 +95,7 @@ class SubscriberChannel final : public ArbiterSink {
   void unrecoverable(std::uint64_t from, std::uint64_t end);
   void report_pending_gaps();
   void give_up();
+  void flush_pending();
   void overflowed();
   bool waited_too_long() const;
   void need(std::uint64_t since);

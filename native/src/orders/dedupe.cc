@@ -17,6 +17,13 @@ DedupeTable::DedupeTable(std::size_t capacity, const SipKey& key)
   void* p = ::mmap(nullptr, slots_ * sizeof(DedupeEntry), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc{};
+  // Never huge pages: where transparent huge pages are "always" (the rdma-vm
+  // guest's Debian kernel), a write fault or khugepaged makes each touched
+  // 2 MiB of the table resident, so a few hundred ids spread over a 128 MiB
+  // table made it all resident, in the background, minutes later (the fault
+  // campaign's soak: +100 MB with no new order, test/campaign/campaign.test.ts).
+  // Best effort: a kernel without THP refuses the advice, and has nothing to undo.
+  (void)::madvise(p, slots_ * sizeof(DedupeEntry), MADV_NOHUGEPAGE);
   entries_ = static_cast<DedupeEntry*>(p);
 }
 

@@ -263,6 +263,42 @@ TEST(FeedRecovery, NewPublisherSessionMidStreamResyncsBySnapshot) {
   EXPECT_TRUE(rig.got.gaps.empty());
 }
 
+// The gateway restarted: its recovery session (and QP) is gone with it. A
+// renewed connection (a new QP, a new session on the new gateway) serves the
+// new session's snapshot; what was asked of the old QP is void, and the wait
+// for the new connection did not time out (src/feed/recovery-link.ts drives this).
+TEST(FeedRecovery, ARenewedConnectionServesTheSnapshotOfTheRestartedGatewaysSession) {
+  Rig rig("127.77.94.5", "127.77.94.6");
+  ASSERT_TRUE(rig.ok());
+  const std::uint32_t group = ip4("239.77.94.5");
+  rig.make_publisher(group);
+  rig.make_subscriber(group);
+  rig.publish(50);
+  rig.run_until([&] { return rig.counters().expected.get() == 51; });
+  const std::uint32_t old_session = rig.pub->session();
+  ASSERT_TRUE(rig.service.close(1));  // the old process's session
+  auto local = rig.sub->renew_recovery();  // its QP failed, or the restart was seen: a new one
+  ASSERT_TRUE(local.ok()) << local.error().message;
+  rig.pub.reset();
+  rig.make_publisher(group, 65536, old_session);
+  rig.pub->set_line_mask(0);  // the new session's first frames are missed: a snapshot is needed
+  rig.publish(40);
+  rig.pub->set_line_mask(1);
+  rig.publish(20);
+  rig.settle(2500);  // longer than request_timeout_ns: a connection being made is waited for
+  EXPECT_GT(rig.counters().held.get(), 0u);
+  auto gw = rig.service.open(*rig.gw_dev, rig.session_config(*local), engine::monotonic_ns());
+  ASSERT_TRUE(gw.ok()) << gw.error().message;
+  ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
+  rig.publish(40);
+  rig.run_until([&] { return rig.counters().snapshots.get() == 1 && rig.counters().expected.get() == 101 &&
+                             rig.counters().held.get() == 0; });
+  const auto& c = rig.counters();
+  EXPECT_EQ(c.recovery_failures.get(), 0u);
+  EXPECT_EQ(c.session.get(), rig.pub->session());
+  EXPECT_TRUE(rig.got.gaps.empty());
+}
+
 TEST(FeedRecovery, SubscriberReportsItsLagAndLossesToTheGateway) {
   Rig rig("127.77.98.1", "127.77.98.2");
   ASSERT_TRUE(rig.ok());

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "support.h"
 
@@ -291,6 +293,49 @@ TEST(DedupeTable, TheSlotOfAnIdDependsOnTheKeySoCollisionsCannotBeChosen) {
   }
   EXPECT_LT(same_slot, 20u) << "the layout must change with the key";
   EXPECT_EQ(one.insert(kSessionA, 5000), nullptr) << "full at its capacity: it never grows";
+}
+
+// What /proc/self/smaps says of the mapping holding `at`: its VmFlags line and its Rss.
+struct MappingOf {
+  std::string vm_flags;
+  long rss_kb = -1;
+};
+MappingOf mapping_of(const void* at) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(at);
+  MappingOf m;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2) {  // a mapping's header line
+      inside = a >= from && a < to;
+      continue;
+    }
+    if (!inside) continue;
+    long kb = 0;
+    if (std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1) m.rss_kb = kb;
+    if (line.rfind("VmFlags:", 0) == 0) m.vm_flags = line;
+  }
+  return m;
+}
+
+TEST(DedupeTable, MemoryIsTakenAPageAtATimeAsIdsArriveNeverAsHugePages) {
+  // The gateway's default size (orders.sessions' 1 << 20 ids: 128 MiB of slots). 64 ids touch at
+  // most 64 pages of 4 KiB; huge pages (THP "always", or khugepaged later) would make it up to
+  // 64 x 2 MiB. The no-huge-page advice ("nh" in VmFlags) holds wherever THP is configured.
+  DedupeTable t(std::size_t{1} << 20, SipKey{5, 6});
+  const DedupeEntry* any = nullptr;
+  for (std::uint64_t id = 1; id <= 64; ++id) {
+    DedupeEntry* e = t.insert(kSessionA, id);
+    ASSERT_NE(e, nullptr);
+    e->kind = ResponseKind::kAck;
+    any = e;
+  }
+  const MappingOf m = mapping_of(any);
+  ASSERT_GE(m.rss_kb, 0) << "the table's mapping is in /proc/self/smaps";
+  EXPECT_NE(m.vm_flags.find(" nh"), std::string::npos) << "MADV_NOHUGEPAGE on the table: " << m.vm_flags;
+  // A probe may run into the next page: at most 2 pages per id, far below one huge page (2048 KiB).
+  EXPECT_LE(m.rss_kb, 2 * 64 * 4) << "resident KiB for 64 ids";
 }
 
 TEST(SipHash, MatchesTheReferenceVectors) {

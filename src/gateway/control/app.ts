@@ -77,7 +77,7 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     // Fastify's default (10 s) is a start failure on a slow host: in the rdma-vm guest (qemu TCG, load 17)
-    // @fastify/swagger-ui took longer than that to register and the gateway exited.
+    // @fastify/swagger-ui took longer to register and the gateway exited (test/campaign/campaign.test.ts).
     pluginTimeout: 120_000,
     ajv: { customOptions: { allErrors: false, removeAdditional: false, coerceTypes: false } },
   }) as unknown as FastifyInstance;

@@ -1,0 +1,124 @@
+// A subscriber's recovery session over the gateway's lives. The native
+// subscriber's RC QP is connected to one gateway process's QP, so when that
+// process is gone (SIGKILLed and restarted on its state dir, say) the
+// session can never answer again. The link notices it either way a user
+// would expect — the QP failed (RC retries exhausted: an error completion,
+// stats.recovery.errors), or the feed shows a new session (a gateway draws a
+// new one at every start, docs/protocol.md 2.4) — and makes a new session:
+// a new QP (native renewRecovery), the handshake again, connect. Meanwhile
+// what the channels need waits for the connection (bounded by bufferFrames,
+// native/src/feed/subscriber_channel.h), so a late join or a gap after the
+// restart is recovered. A refused or failed handshake is retried with a
+// backoff until it succeeds or the subscriber closes; each failure is
+// counted with its reason (stats().recovery).
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { NativeFeedSubscriber, RcEndpointInfo } from './native.js';
+import type { RecoveryHandshake, RecoveryHandshakeAnswer } from './recovery-handshake.js';
+
+/** Why a link renews, and how it fared. */
+export interface RecoveryLinkStats {
+  /** The gateway's recovery session id now (undefined while a renewal is under way). */
+  session: number | undefined;
+  /** Sessions made again after the first one. */
+  renewals: number;
+  /** Handshakes of a renewal that failed (each retried). */
+  failedAttempts: number;
+  /** What ended the last session, and the last failed attempt's error. */
+  lastReason: string | undefined;
+  lastError: string | undefined;
+}
+
+export interface RecoveryLinkOptions {
+  readonly name: string;
+  readonly feed: string;
+  readonly channels: readonly number[];
+  readonly handshake: RecoveryHandshake;
+}
+
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5000;
+
+export class RecoveryLink {
+  readonly #native: NativeFeedSubscriber;
+  readonly #options: RecoveryLinkOptions;
+  #answer: RecoveryHandshakeAnswer | undefined;
+  #renewing: Promise<void> | undefined;
+  #errorsAtConnect = 0;
+  #closed = false;
+  readonly #stats: RecoveryLinkStats = { session: undefined, renewals: 0, failedAttempts: 0, lastReason: undefined, lastError: undefined };
+
+  constructor(native: NativeFeedSubscriber, options: RecoveryLinkOptions) {
+    this.#native = native;
+    this.#options = options;
+  }
+
+  /** The first session: a refusal throws (subscribe() fails with it). */
+  async connect(local: RcEndpointInfo): Promise<void> {
+    await this.#handshake(local);
+  }
+
+  stats(): RecoveryLinkStats {
+    return { ...this.#stats };
+  }
+
+  /** Called periodically: an error completion since the connection means the QP failed. */
+  check(): void {
+    const errors = this.#native.stats().recovery?.errors ?? 0;
+    if (errors > this.#errorsAtConnect) this.renew('the recovery connection failed (an error completion: the gateway is gone?)');
+  }
+
+  /** Makes a new session (once at a time; a call while one is under way joins it). */
+  renew(reason: string): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (this.#renewing === undefined) {
+      this.#stats.lastReason = reason;
+      this.#renewing = this.#renewLoop().finally(() => (this.#renewing = undefined));
+    }
+    return this.#renewing;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#renewing;
+    await this.#answer?.close();
+    this.#answer = undefined;
+  }
+
+  async #renewLoop(): Promise<void> {
+    const old = this.#answer;
+    this.#answer = undefined;
+    this.#stats.session = undefined;
+    // Ended first: the new session has the same name (and id), which a gateway refuses while the old one is up.
+    await old?.close();
+    for (let wait = RETRY_FIRST_MS; !this.#closed; wait = Math.min(2 * wait, RETRY_MAX_MS)) {
+      try {
+        await this.#handshake(this.#native.renewRecovery());
+        this.#stats.renewals++;
+        return;
+      } catch (e) {
+        this.#stats.failedAttempts++;
+        this.#stats.lastError = e instanceof Error ? e.message : String(e);
+        await sleep(wait);
+      }
+    }
+  }
+
+  async #handshake(local: RcEndpointInfo): Promise<void> {
+    const o = this.#options;
+    const answer = await o.handshake({ name: o.name, feed: o.feed, channels: o.channels, local });
+    if (this.#closed) {
+      await answer.close();
+      return;
+    }
+    try {
+      this.#errorsAtConnect = this.#native.stats().recovery?.errors ?? 0;
+      this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu });
+    } catch (e) {
+      await answer.close();
+      throw e;
+    }
+    this.#answer = answer;
+    this.#stats.session = answer.id;
+  }
+}

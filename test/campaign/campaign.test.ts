@@ -1,0 +1,152 @@
+// The fault campaign of issue 13, with real network faults: inside the
+// rdma-vm guest (the host kernel has no netem), the gateway (`qpgate serve`,
+// soft backend) in network namespace qg-gw and its clients in qg-cl, joined
+// by a veth pair with `tc netem` on both ends, cycling loss 1 %, loss 10 %,
+// duplication, reordering, delay with jitter and a rate limit (netem.ts says
+// why phases). Three subscribers with recovery take the multicast feed and
+// eight order sessions stream orders while the gateway is SIGKILLed and
+// restarted on its state dir; then the last life soaks without kills.
+//
+// What a user relies on, asserted:
+//   - 0 acknowledged orders lost and 0 fills lost: every session's app_seqs
+//     run 1, 2, 3... across all lives, every order has exactly one answer,
+//     fills and cancels match the reference model, every Ack seen before a
+//     kill is answered identically at the end, risk words match;
+//   - no silent feed loss: in every (subscriber, life), each sequence between
+//     its first and its last delivery arrived (live or recovered) or lies in
+//     a range a 'gap' event reported, and the messages each native subscriber
+//     counts unrecoverable are exactly those reported over all lives;
+//   - the subscribers stay subscribed across the restarts and make their
+//     recovery sessions again by themselves (src/feed/recovery-link.ts):
+//     every life recovers gaps, and every late join (the first, or a
+//     restart seen mid-stream) starts from a snapshot;
+//   - the gateway's RSS and CPU flat over the soak (SOAK_LIMITS below).
+//
+// What CI runs (the default) and why: node under TCG is slow. Measured on
+// this 2-CPU machine at load average 15-20 (other builds running): the
+// driver takes ~50 s to load, a gateway start 78-152 s, reconnecting the
+// eight order sessions after a restart ~1-2 min; with 2 kills and a 200 s
+// soak the run took 15.7 min (rdma-vm total), with 1 kill and a 240 s soak
+// 13.4 min at load 15, with 1 kill and a 120 s soak 10.8 min at load 25
+// (so ~9.8 min with the default 60 s soak). The issue's counts (1,000,000 ticks, 100,000 orders)
+// do not fit in ~9 minutes, so CI runs 1 SIGKILL/restart cycle (the
+// restarted life is what the kill tests; more kills only repeat it at
+// 2-4 min each), 800 orders, a 500/s synthetic feed (~100k ticks per
+// subscriber over the run) and a 60 s soak. The QPGATE_CAMPAIGN_* variables (passed into
+// the guest) scale it to the issue's figures and beyond, e.g.
+// QPGATE_CAMPAIGN_ORDERS=100000 QPGATE_CAMPAIGN_KILLS=20
+// QPGATE_CAMPAIGN_TICK_RATE=2000 QPGATE_CAMPAIGN_SOAK_S=1800.
+//
+// Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { REPO_ROOT } from '../support/paths.js';
+import type { LifeRecord, SubscriberRecord } from './campaign-feed.js';
+import type { OrdersReport } from './campaign-orders.js';
+import type { Flatness } from './process-sampler.js';
+
+const qemu = spawnSync('sh', ['-c', 'command -v qemu-system-x86_64'], { encoding: 'utf8' }).status === 0;
+const required = process.env.QPGATE_REQUIRE_IBV === '1';
+
+/**
+ * Flat: the mean of the soak's last third within these fractions of its
+ * first third (samples from QPGATE_CAMPAIGN_WARMUP_S, 20 s, into the soak
+ * on). What grew before (+4.8 %, +7.8 % in 60 s; +24 % and +44 % over 240 s
+ * and 200 s soaks, in bursts with flat stretches between) was one 128 MiB
+ * anonymous mapping: the orders duplicate table (2 x 2^20 slots of 64 B,
+ * native/src/orders/dedupe.cc), made resident by transparent huge pages
+ * (the guest's kernel has THP "always": khugepaged collapsed every 2 MiB
+ * range holding one of the ~800 ids, 16 MiB per 10 s scan) while no order
+ * was sent. The table now refuses huge pages (MADV_NOHUGEPAGE): the next
+ * soak (120 s, load 25) went from 182.5 to 180.1 MB (−1.3 %). The driver
+ * prints the mappings that grew after the warm-up, the ring occupancy and
+ * JS heap, so a failure names what grew. The bound is 5 %: a leak of
+ * 1.5 KiB per message at 500/s adds ~20 MB (6 %) between the thirds'
+ * midpoints (27 s apart); a longer soak (QPGATE_CAMPAIGN_SOAK_S) catches
+ * proportionally smaller ones.
+ * CPU per second under TCG moves with the host's load (+3.5 % and −5 % in
+ * two runs), so its bound is looser: it catches work that grows with time.
+ */
+const SOAK_LIMITS = { rss: 0.05, cpu: 0.5 };
+
+interface Campaign {
+  config: Record<string, number>;
+  killPhaseS: number;
+  restartS: number[];
+  lastExit: number | null;
+  netem: Record<string, { sent: number; dropped: number }>;
+  feed: Array<Omit<LifeRecord, 'summary'> & { summary: Record<string, unknown> & { first: string; silent: Array<{ from: string; end: string }>; reported: string; tail: string; live: number; snapshots: number; recovered: number; outOfOrder: number; foreign: number } }>;
+  subscribers: SubscriberRecord[];
+  orders: OrdersReport;
+  soak: { rss: Flatness; cpu: Flatness; samples: unknown[]; gauges: unknown[]; grew: unknown[]; sessions: unknown[] };
+}
+
+function runCampaign(): Campaign {
+  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', '1500', '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+  });
+  assert.equal(run.status, 0, `the guest run failed (${run.status}):\n${run.stderr}\n${run.stdout}`);
+  const line = run.stdout.split('\n').find((l) => l.startsWith('{"campaign"'));
+  assert.ok(line, `no campaign report:\n${run.stderr}\n${run.stdout}`);
+  const c = (JSON.parse(line) as { campaign: Campaign }).campaign;
+  console.log(`# ${run.stderr.split('\n').filter((l) => l.startsWith('rdma-vm:')).join(' ')}`);
+  return c;
+}
+
+test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: 1_800_000 }, () => {
+  assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
+  const c = runCampaign();
+  const o = c.orders;
+  console.log(`# orders: ${o.answered}/${o.orders} answered, ${o.acked} acked, ${o.rejected} rejected, ${o.trades} trades; resent ${o.resent}, duplicates dropped ${o.duplicates}; sessions lost on their own ${JSON.stringify(o.drops)}`);
+  console.log(`# ${c.restartS.length} kills in ${c.killPhaseS.toFixed(0)} s, restarts took ${c.restartS.map((s) => s.toFixed(1)).join(', ')} s`);
+  console.log(`# netem ${JSON.stringify(c.netem)}`);
+  console.log(`# soak: rss ${JSON.stringify(c.soak.rss)} cpu ${JSON.stringify(c.soak.cpu)}`);
+  console.log(`# soak: mappings that grew after the warm-up ${JSON.stringify(c.soak.grew)}`);
+  console.log(`# soak: samples ${JSON.stringify(c.soak.samples)}`);
+  console.log(`# soak: ring and heap ${JSON.stringify(c.soak.gauges)}`);
+  console.log(`# soak: the gateway's sessions at the soak's start, after its warm-up and at its end ${JSON.stringify(c.soak.sessions)}`);
+
+  // Every phase ran and the loss phases dropped packets: the faults were real.
+  assert.ok(c.netem['loss 10%'] && c.netem['loss 10%'].dropped > 0, `netem dropped nothing at 10 %: ${JSON.stringify(c.netem)}`);
+  assert.equal(c.restartS.length, c.config['kills']);
+  assert.equal(c.lastExit, 0, 'the last gateway stopped cleanly on SIGTERM');
+
+  assert.equal(o.error, null, `orders against the model: ${o.error}`);
+  assert.deepEqual(o.lostAcks, [], 'acks seen before a kill, not answered the same way at the end');
+  assert.equal(o.answered, o.orders);
+
+  // One ledger per (subscriber, gateway life): each subscriber stayed subscribed and saw every life's session.
+  const lives = c.config['kills']! + 1;
+  assert.equal(c.feed.length, 3 * lives, `ledgers per subscriber and life: ${JSON.stringify(c.feed.map((r) => [r.subscriber, r.life]))}`);
+  const recoveredInLife = new Array<number>(lives).fill(0);
+  for (const r of c.feed) {
+    const where = `life ${r.life}, subscriber ${r.subscriber}: ${JSON.stringify(r)}`;
+    console.log(`# feed life ${r.life} sub ${r.subscriber}: first ${r.summary.first}, live ${r.summary.live}, recovered ${r.summary.recovered}, snapshot messages ${r.summary.snapshots}, reported lost ${r.summary.reported}, tail ${r.summary.tail}`);
+    assert.ok(r.summary.live > 0, `no live message reached the subscriber: ${where}`);
+    assert.deepEqual(r.summary.silent, [], `messages lost without a gap report: ${where}`);
+    assert.equal(r.summary.outOfOrder, 0, where);
+    assert.equal(r.summary.foreign, 0, where);
+    // Joined late (the first join, or a restart seen mid-stream): state first, from a snapshot.
+    assert.ok(r.summary.first === '1' || r.summary.snapshots > 0, `joined the session at ${r.summary.first} without a snapshot: ${where}`);
+    recoveredInLife[r.life]! += r.summary.recovered;
+  }
+  for (const s of c.subscribers) {
+    const where = `subscriber ${s.subscriber}: ${JSON.stringify(s)}`;
+    console.log(`# feed sub ${s.subscriber}: ${JSON.stringify(s.stats)} recovery ${JSON.stringify(s.recovery)}`);
+    const reported = c.feed.filter((r) => r.subscriber === s.subscriber).reduce((n, r) => n + BigInt(r.summary.reported), 0n);
+    assert.equal(reported, BigInt(s.stats.unrecoverable), `counted unrecoverable but not reported with a range: ${where}`);
+    assert.ok(s.stats.snapshots > 0, `no snapshot succeeded: ${where}`);
+    assert.ok((s.recovery?.renewals ?? 0) >= c.config['kills']!, `the recovery session was not made again after each restart: ${where}`);
+  }
+  // Gaps were recovered in every life, the ones after a restart included (over the renewed recovery sessions).
+  assert.ok(recoveredInLife.every((n) => n > 0), `recovered messages per life ${JSON.stringify(recoveredInLife)}`);
+
+  assert.ok(c.soak.rss.samples >= 6, `too few soak samples: ${c.soak.rss.samples}`);
+  assert.ok(c.soak.rss.growth < SOAK_LIMITS.rss, `RSS grew ${(c.soak.rss.growth * 100).toFixed(1)} % over the soak: samples ${JSON.stringify(c.soak.samples)}, ring and heap ${JSON.stringify(c.soak.gauges)}`);
+  assert.ok(c.soak.cpu.growth < SOAK_LIMITS.cpu, `CPU grew ${(c.soak.cpu.growth * 100).toFixed(1)} % over the soak`);
+});
