@@ -112,7 +112,7 @@ verbs::Status Subscriber::connect_recovery(const verbs::RcPeer& gateway) {
   if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
   if (recovery_->connected() || recovery_->failed()) return verbs::Error{EALREADY, "feed subscriber: the recovery connection was already made"};
   if (verbs::Status st = recovery_->connect(gateway); !st.ok()) return st;
-  const std::uint64_t now = engine::monotonic_ns();
+  const std::uint64_t now = monotonic_ns();
   for (auto& c : channels_) c->on_connected(now);
   return {};
 }

@@ -287,7 +287,7 @@ TEST(FeedRecovery, ARenewedConnectionServesTheSnapshotOfTheRestartedGatewaysSess
   rig.publish(20);
   rig.settle(2500);  // longer than request_timeout_ns: a connection being made is waited for
   EXPECT_GT(rig.counters().held.get(), 0u);
-  auto gw = rig.service.open(*rig.gw_dev, rig.session_config(*local), engine::monotonic_ns());
+  auto gw = rig.service.open(*rig.gw_dev, rig.session_config(*local), monotonic_ns());
   ASSERT_TRUE(gw.ok()) << gw.error().message;
   ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
   rig.publish(40);
