@@ -242,6 +242,13 @@ async function main(): Promise<void> {
   );
 }
 
+// Run by campaign-guest.sh inside the guest only; `node --test dist/test/`
+// loads every file under test/ on the host too, where there is nothing to drive.
+if (process.env['QPGATE_CAMPAIGN_GUEST'] !== '1') {
+  console.log('# campaign-driver: the guest side of test/campaign/campaign.test.ts (campaign-guest.sh sets QPGATE_CAMPAIGN_GUEST=1); nothing to do here');
+  process.exit(0);
+}
+
 main().then(
   () => process.exit(0),
   (e: unknown) => {

@@ -34,4 +34,4 @@ addr add 10.78.0.20/24 dev cl0
 link set cl0 up
 route add 224.0.0.0/4 dev cl0
 EOB
-exec ip netns exec qg-cl node "$root/dist/test/campaign/campaign-driver.js"
+exec ip netns exec qg-cl env QPGATE_CAMPAIGN_GUEST=1 node "$root/dist/test/campaign/campaign-driver.js"
