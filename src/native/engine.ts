@@ -179,6 +179,20 @@ export class Engine {
     return work;
   }
 
+  /**
+   * A driven engine's busy-poll of `cq` (cq.busyPollInto: duty cycles and
+   * polls in native code until a completion or `budgetNs`); the cycles may
+   * have completed other QPs' work, so the work listeners run soon after.
+   */
+  busyPoll(cq: { busyPollInto(words: Uint32Array, budgetNs: number): number }, words: Uint32Array, budgetNs: number): number {
+    const n = cq.busyPollInto(words, budgetNs);
+    if (!this.#workScheduled && this.#workListeners.size > 0) {
+      this.#workScheduled = true;
+      setImmediate(() => this.#work());
+    }
+    return n;
+  }
+
   /** Replaces the handler that receives fromEngine records, a batch at a time. */
   onBatch(handler: BatchHandler | undefined): void {
     this.#handler = handler;

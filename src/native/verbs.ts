@@ -340,6 +340,11 @@ export const WC_WORDS = 6;
 export const WcWord = { wrIdLow: 0, wrIdHigh: 1, status: 2, opcode: 3, byteLen: 4, qpNum: 5 } as const;
 /** qp.postRecvBatch's layout: three u32 words per receive (wr_id, offset in the MR, length). */
 export const RECV_WR_WORDS = 3;
+/** qp.postSendBatch's layout: five u32 words per SEND, at these offsets. */
+export const SEND_WR_WORDS = 5;
+export const SendWrWord = { wrIdLow: 0, wrIdHigh: 1, offset: 2, length: 3, flags: 4 } as const;
+/** The ibv_send_flags bits of a SendWrWord.flags word (native/src/verbs/types.h SendFlag). */
+export const SendFlagBit = { fence: 1, signaled: 2, solicited: 4, inline: 8 } as const;
 
 // ---------------------------------------------------------------- native shapes
 
@@ -358,6 +363,7 @@ interface NativeAh {
 interface NativeCq {
   poll(max?: number): Wc[];
   pollInto(words: Uint32Array): number;
+  busyPollInto(words: Uint32Array, budgetNs: number): number;
   readonly cqe: number;
   readonly handle: number;
   destroy(): void;
@@ -377,6 +383,7 @@ interface NativeQp {
   postSend(wrs: readonly unknown[]): number;
   postRecv(wrs: readonly unknown[]): number;
   postRecvBatch(mr: NativeMr, words: Uint32Array, count: number): number;
+  postSendBatch(mr: NativeMr, words: Uint32Array, count: number): number;
   attachMcast(group: string): void;
   detachMcast(group: string): void;
   counters(): Record<string, number>;
@@ -746,6 +753,16 @@ export class CompletionQueue {
   pollInto(words: Uint32Array): number {
     return this.#native.pollInto(words);
   }
+  /**
+   * A driven engine's busy-poll in one native call: duty cycles of the CQ's
+   * engine and polls of the CQ until a completion comes or `budgetNs` passes;
+   * writes as pollInto does and returns how many (0: the budget ran out).
+   * Call it through Engine.busyPoll, which lets the engine's other work
+   * listeners see what the cycles did.
+   */
+  busyPollInto(words: Uint32Array, budgetNs: number): number {
+    return this.#native.busyPollInto(words, budgetNs);
+  }
   get cqe(): number {
     return this.#native.cqe;
   }
@@ -839,6 +856,16 @@ export class QueuePair {
    */
   postRecvBatch(mr: MemoryRegion, words: Uint32Array, count = Math.floor(words.length / RECV_WR_WORDS)): number {
     return this.#native.postRecvBatch(mr[nativeOf](), words, count);
+  }
+  /**
+   * ibv_post_send of SENDs without allocating: `count` SENDs of one SGE each
+   * in `mr`, SEND_WR_WORDS u32 words per WR in `words` (SendWrWord: wr_id's
+   * low and high 32 bits, the offset in the region, the length, SendFlagBit
+   * flags). A connected (RC/UC) QP's; a WR outside the region or with an
+   * unknown flag is a RangeError and nothing of it is posted.
+   */
+  postSendBatch(mr: MemoryRegion, words: Uint32Array, count = Math.floor(words.length / SEND_WR_WORDS)): number {
+    return this.#native.postSendBatch(mr[nativeOf](), words, count);
   }
   /** ibv_attach_mcast: `group` is an IPv4 group ('239.1.2.3') or its MGID ('::ffff:239.1.2.3'). */
   attachMcast(group: string): void {

@@ -44,7 +44,7 @@ import {
   type SequencedMessage,
   type Welcome,
 } from './messages.js';
-import { RcEndpoint, type EndpointOptions, type SessionAnswer } from './rc-endpoint.js';
+import { RcEndpoint, SEND_WR_ID_HIGH, type EndpointOptions, type SessionAnswer } from './rc-endpoint.js';
 
 export interface OrderClientOptions extends EndpointOptions {
   /** Accounts this session trades (the token must be entitled to them). */
@@ -84,9 +84,6 @@ export interface OrderClientStats {
   queued: number;
 }
 
-// A send's wr_id is SEND_BIT | its slot; a receive's is its slot.
-const SEND_BIT = 1n << 32n;
-const SEND_HIGH_WORD = 1;
 
 export class OrderClient extends EventEmitter {
   readonly #ep: RcEndpoint;
@@ -95,7 +92,6 @@ export class OrderClient extends EventEmitter {
   readonly #pending = new Map<bigint, Pending>();
   readonly #queue: bigint[] = [];
   readonly #freeSend: number[] = [];
-  readonly #outbox: Array<{ slot: number; length: number }> = [];
   #inFlight = 0;
   /** Requests (and Hellos) settled so far: a busy-poll runs until this moves. */
   #settled = 0;
@@ -225,7 +221,7 @@ export class OrderClient extends EventEmitter {
     const { recvSlots, sendSlots } = this.#ep.shape;
     this.#freeSend.length = 0;
     for (let j = 0; j < sendSlots; j++) this.#freeSend.push(j);
-    this.#outbox.length = 0;
+    this.#ep.dropQueuedSends();
     // Everything sent before is unanswered as far as we know: resent after the catch-up.
     this.#inFlight = 0;
     for (const p of this.#pending.values()) p.sent = false;
@@ -332,20 +328,14 @@ export class OrderClient extends EventEmitter {
     const slot = this.#freeSend.pop();
     if (slot === undefined) throw new Error('qpgate client: no free send slot');
     this.#ep.buffer.set(bytes, this.#ep.sendOffset(slot));
-    this.#outbox.push({ slot, length: bytes.byteLength });
+    this.#ep.queueSend(slot, bytes.byteLength);
   }
 
-  // One postSend for everything queued since the last flush.
+  // One post for every SEND queued since the last flush.
   #flush(): void {
-    if (this.#outbox.length === 0 || !this.#connected) return;
-    const wrs = this.#outbox.map(({ slot, length }) => ({
-      wrId: SEND_BIT | BigInt(slot),
-      opcode: 'SEND' as const,
-      sgList: [this.#ep.mr.sge(this.#ep.sendOffset(slot), length)],
-    }));
-    this.#outbox.length = 0;
+    if (this.#ep.queuedSends === 0 || !this.#connected) return;
     try {
-      this.#ep.qp.postSend(wrs);
+      this.#ep.postSends();
     } catch (err) {
       this.#lost(`postSend failed: ${(err as Error).message}`);
       return;
@@ -372,7 +362,7 @@ export class OrderClient extends EventEmitter {
     let received = 0;
     for (let o = 0; o < n * WC_WORDS; o += WC_WORDS) {
       if (w[o + WcWord.qpNum] !== qpn) continue;
-      const isSend = w[o + WcWord.wrIdHigh] === SEND_HIGH_WORD;
+      const isSend = w[o + WcWord.wrIdHigh] === SEND_WR_ID_HIGH;
       const status = w[o + WcWord.status]!;
       if (status !== 0) {
         this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`);

@@ -35,8 +35,14 @@ import {
   type ProtectionDomain,
   type QueuePair,
   RECV_WR_WORDS,
+  SEND_WR_WORDS,
+  SendFlagBit,
+  SendWrWord,
   WC_WORDS,
 } from '../native/verbs.js';
+
+/** The high word of a send's wr_id (its low word is the send slot); a receive's wr_id is its slot. */
+export const SEND_WR_ID_HIGH = 1;
 
 export interface SessionRegion {
   name: string;
@@ -155,6 +161,9 @@ export class RcEndpoint {
   /** Receive slots to post again (qp.postRecvBatch's layout), `#repostCount` of them. */
   readonly #repostWords: Uint32Array;
   #repostCount = 0;
+  /** SENDs to post (qp.postSendBatch's layout), `#sendCount` of them. */
+  readonly #sendWords: Uint32Array;
+  #sendCount = 0;
   #qp: QueuePair | undefined;
   #qpn = -1;
   #answer: SessionAnswer | undefined;
@@ -169,6 +178,8 @@ export class RcEndpoint {
   #kickScheduled = false;
   /** Busy-poll time left in this turn of the event loop (ns); refilled by a setImmediate once spent from. */
   #spinLeftNs = TURN_SPIN_BUDGET_NS;
+  /** The end of the busy-poll under way (hrtime ns), 0n when none: pollCq spins until then. */
+  #spinEndNs = 0n;
   #refillScheduled = false;
 
   private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
@@ -184,6 +195,7 @@ export class RcEndpoint {
     this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
     this.mr = this.pd.regMr(this.buffer, ['LOCAL_WRITE']);
     this.#repostWords = new Uint32Array(Math.max(1, shape.recvSlots) * RECV_WR_WORDS);
+    this.#sendWords = new Uint32Array(Math.max(1, shape.sendSlots) * SEND_WR_WORDS);
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
@@ -227,9 +239,16 @@ export class RcEndpoint {
     return this.#qpn;
   }
 
-  /** ibv_poll_cq into `wcWords`; returns how many completions it holds. */
+  /**
+   * ibv_poll_cq into `wcWords`; returns how many completions it holds. While
+   * a kick's busy-poll is under way (a driven engine), this spins in native
+   * code (cq.busyPollInto: duty cycles and polls, no JS per pass) until a
+   * completion comes or the busy-poll's time is up.
+   */
   pollCq(): number {
-    return this.cq.pollInto(this.wcWords);
+    if (this.#spinEndNs === 0n) return this.cq.pollInto(this.wcWords);
+    const left = this.#spinEndNs - process.hrtime.bigint();
+    return this.engine.busyPoll(this.cq, this.wcWords, left > 0n ? Number(left) : 0);
   }
 
   /** Queues receive slot `i` to be posted again by postReceives(). */
@@ -238,6 +257,34 @@ export class RcEndpoint {
     this.#repostWords[o] = i;
     this.#repostWords[o + 1] = this.recvOffset(i);
     this.#repostWords[o + 2] = this.shape.slotBytes;
+  }
+
+  /** Queues a signaled SEND of send slot `j`'s first `length` bytes, wr_id SEND_WR_ID_HIGH:j. */
+  queueSend(j: number, length: number): void {
+    const o = this.#sendCount++ * SEND_WR_WORDS;
+    const w = this.#sendWords;
+    w[o + SendWrWord.wrIdLow] = j;
+    w[o + SendWrWord.wrIdHigh] = SEND_WR_ID_HIGH;
+    w[o + SendWrWord.offset] = this.sendOffset(j);
+    w[o + SendWrWord.length] = length;
+    w[o + SendWrWord.flags] = SendFlagBit.signaled;
+  }
+
+  /** Posts the queued SENDs in one call; the queue is empty after it, even when the post throws. */
+  postSends(): void {
+    const n = this.#sendCount;
+    this.#sendCount = 0;
+    if (n > 0) this.qp.postSendBatch(this.mr, this.#sendWords, n);
+  }
+
+  /** SENDs queued and not yet posted. */
+  get queuedSends(): number {
+    return this.#sendCount;
+  }
+
+  /** Forgets queued SENDs (a new connection resends from its own state). */
+  dropQueuedSends(): void {
+    this.#sendCount = 0;
   }
 
   /** Posts the queued receives in one call (on `qp`, default ours). */
@@ -342,13 +389,18 @@ export class RcEndpoint {
     const start = process.hrtime.bigint();
     const budget = this.#busyPollNs < this.#spinLeftNs ? this.#busyPollNs : this.#spinLeftNs;
     const end = start + budget;
+    if (this.#busyPollNs === 0n) {
+      this.engine.doWork();
+      this.#poll();
+      return;
+    }
+    // `poll` takes the completions through pollCq, which spins natively until
+    // one comes (or `end`); a batch that settles nothing spins again.
+    this.#spinEndNs = end;
     try {
-      for (;;) {
-        this.engine.doWork();
-        if (this.#poll()) return;
-        if (this.#busyPollNs === 0n || process.hrtime.bigint() >= end) return;
-      }
+      while (!this.#poll() && process.hrtime.bigint() < end);
     } finally {
+      this.#spinEndNs = 0n;
       this.#spinLeftNs -= process.hrtime.bigint() - start;
     }
   }

@@ -11,7 +11,7 @@
 //   await risk.fetchAdd(1n, 'creditLimit', 1_000_000n); // → the old limit
 //   await risk.whenDurable(1n, 'killSwitch', 1n);       // a gateway restart now comes back killed
 //   const words = await risk.readAll(1n);
-import type { Wc, WrOpcode } from '../native/verbs.js';
+import { WC_STATUS_NAMES, WC_WORDS, WcWord, type WrOpcode } from '../native/verbs.js';
 import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
 
 /**
@@ -52,8 +52,9 @@ const SLOTS = 16;
 
 export class RiskClient {
   readonly #ep: RcEndpoint;
-  readonly #waiting = new Map<bigint, { resolve: (wc: Wc) => void }>();
-  #nextWr = 1n;
+  /** Operations posted, by wr_id (32 bits: one operation at a time, so a wrapped id is long settled). */
+  readonly #waiting = new Map<number, { resolve: (status: string) => void }>();
+  #nextWr = 1;
   #chain: Promise<unknown> = Promise.resolve();
 
   private constructor(ep: RcEndpoint) {
@@ -184,18 +185,19 @@ export class RiskClient {
   // more; risk updates are rare and ordered by intent anyway).
   #op(opcode: WrOpcode, remoteAddr: bigint, rkey: number, compareAdd = 0n, swap = 0n): Promise<bigint> {
     const run = async (): Promise<bigint> => {
-      const wrId = this.#nextWr++;
+      const wrId = this.#nextWr;
+      this.#nextWr = (this.#nextWr + 1) >>> 0 || 1;
       const at = this.#ep.sendOffset(0);
       this.#ep.buffer.writeBigUInt64LE(0n, at);
-      const done = new Promise<Wc>((resolve) => this.#waiting.set(wrId, { resolve }));
+      const done = new Promise<string>((resolve) => this.#waiting.set(wrId, { resolve }));
       this.#ep.qp.postSend([
-        { wrId, opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
+        { wrId: BigInt(wrId), opcode, sgList: [this.#ep.mr.sge(at, 8)], remoteAddr, rkey, ...(opcode === 'RDMA_READ' ? {} : { compareAdd, swap }) },
       ]);
       // The operation leaves at once; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
       this.#ep.kick();
-      const wc = await done;
-      if (wc.status !== 'IBV_WC_SUCCESS') {
-        throw new RdmaError(wc.status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${wc.status} (the QP is now ${this.#ep.qp.state})`);
+      const status = await done;
+      if (status !== 'IBV_WC_SUCCESS') {
+        throw new RdmaError(status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${status} (the QP is now ${this.#ep.qp.state})`);
       }
       return this.#ep.buffer.readBigUInt64LE(at);
     };
@@ -204,12 +206,16 @@ export class RiskClient {
     return result;
   }
 
-  // Settles the operations that completed.
+  // Settles the operations that completed (through the endpoint's poll: no object per completion).
   #poll(): void {
-    for (const wc of this.#ep.cq.poll(16)) {
-      const w = this.#waiting.get(wc.wrId);
-      this.#waiting.delete(wc.wrId);
-      w?.resolve(wc);
+    const n = this.#ep.pollCq();
+    const words = this.#ep.wcWords;
+    for (let o = 0; o < n * WC_WORDS; o += WC_WORDS) {
+      const wrId = words[o + WcWord.wrIdLow]!;
+      const w = this.#waiting.get(wrId);
+      this.#waiting.delete(wrId);
+      const status = words[o + WcWord.status]!;
+      w?.resolve(WC_STATUS_NAMES[status] ?? `status ${status}`);
     }
   }
 }

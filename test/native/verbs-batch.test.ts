@@ -1,11 +1,20 @@
-// The allocation-free verbs calls of the clients' hot path, cq.pollInto and
-// qp.postRecvBatch, against the soft backend over real UDP: they carry the
-// same work as poll() and postRecv(), and refuse bad arguments by name.
+// The allocation-free verbs calls of the clients' hot path, cq.pollInto,
+// qp.postRecvBatch and qp.postSendBatch, against the soft backend over real
+// UDP: they carry the same work as poll(), postRecv() and postSend(), and
+// refuse bad arguments by name.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { RECV_WR_WORDS, WC_STATUS_NAMES, WC_WORDS, WcWord, type CompletionQueue } from '../../src/native/verbs.js';
+import {
+  RECV_WR_WORDS,
+  SEND_WR_WORDS,
+  SendFlagBit,
+  WC_STATUS_NAMES,
+  WC_WORDS,
+  WcWord,
+  type CompletionQueue,
+} from '../../src/native/verbs.js';
 import { connectPair, node, startEngine } from './verbs-helpers.js';
 
 interface Completion {
@@ -76,6 +85,46 @@ test('pollInto and postRecvBatch carry RC SENDs: wr_ids, opcodes, lengths and th
   }
 });
 
+test('postSendBatch sends what each WR says: its bytes, its 64-bit wr_id, a completion only when signaled', async () => {
+  const engine = startEngine();
+  try {
+    const a = node(engine, '127.63.43.1');
+    const b = node(engine, '127.63.43.2');
+    const [qa, qb] = connectPair(a, b);
+    qb.postRecvBatch(b.mr, new Uint32Array([10, 0, 256, 11, 256, 256, 12, 512, 256]));
+    a.buf.fill(0x11, 4096, 4096 + 40);
+    a.buf.fill(0x22, 8192, 8192 + 7);
+    a.buf.fill(0x33, 9000, 9000 + 50);
+    const { signaled } = SendFlagBit;
+    // wr_id 0x00000002_00000001 signaled; 0x3 unsignaled; 0xffffffff_fffffff0 signaled and inline.
+    const words = new Uint32Array([1, 2, 4096, 40, signaled, 3, 0, 8192, 7, 0, 0xfffffff0, 0xffffffff, 9000, 50, signaled | SendFlagBit.inline]);
+    assert.equal(qa.postSendBatch(a.mr, words), 3);
+    const sent = await pollIntoN(a.cq, 2);
+    assert.deepEqual(
+      sent.map((c) => [c.wrIdHigh, c.wrIdLow, c.status, c.opcode]),
+      [
+        [2, 1, 0, 0],
+        [0xffffffff, 0xfffffff0, 0, 0],
+      ],
+      'two signaled SENDs completed, the unsignaled one did not',
+    );
+    const recv = await pollIntoN(b.cq, 3);
+    assert.deepEqual(
+      recv.map((c) => [c.wrIdLow, c.status, c.byteLen]),
+      [
+        [10, 0, 40],
+        [11, 0, 7],
+        [12, 0, 50],
+      ],
+    );
+    assert.ok(b.buf.subarray(0, 40).every((x) => x === 0x11));
+    assert.ok(b.buf.subarray(256, 263).every((x) => x === 0x22));
+    assert.ok(b.buf.subarray(512, 562).every((x) => x === 0x33));
+  } finally {
+    engine.stop();
+  }
+});
+
 test('a completion in error gives its ibv_wc_status code, named by WC_STATUS_NAMES', async () => {
   const engine = startEngine();
   try {
@@ -105,6 +154,16 @@ test('bad arguments are refused by name and post nothing', async () => {
       { name: 'RangeError', message: 'qp.postRecvBatch: wr 1 (offset 65528, length 64) lies outside the 65536-byte region' },
     );
     assert.throws(() => qb.postRecvBatch(b.mr, new Uint32Array(RECV_WR_WORDS), 2), { message: /qp\.postRecvBatch: count/ });
+    assert.throws(
+      () => qb.postSendBatch(b.mr, new Uint32Array([1, 0, 0, 64, SendFlagBit.signaled, 2, 0, 65500, 64, SendFlagBit.signaled])),
+      { name: 'RangeError', message: 'qp.postSendBatch: wr 1 (offset 65500, length 64) lies outside the 65536-byte region' },
+    );
+    assert.throws(
+      () => qb.postSendBatch(b.mr, new Uint32Array([1, 0, 0, 64, SendFlagBit.signaled | 0x30])),
+      { name: 'RangeError', message: 'qp.postSendBatch: wr 0 has unknown send flag bits 48 (known: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)' },
+    );
+    assert.throws(() => qb.postSendBatch(b.mr, new Uint32Array(SEND_WR_WORDS), 2), { message: /qp\.postSendBatch: count/ });
+    assert.equal(qb.query().sendWrsOutstanding ?? 0, 0, 'nothing of a refused send batch was posted');
     assert.equal(qb.query().recvWrsPosted ?? 0, 0, 'nothing of a refused batch was posted');
     const other = b.pd.regMr(Buffer.alloc(64), ['LOCAL_WRITE']);
     other.dereg();

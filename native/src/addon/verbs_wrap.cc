@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "verbs/soft/soft_device.h"  // as_soft_qp
 #include "verbs/soft/soft_qp.h"
 #include "verbs_convert.h"
@@ -106,6 +107,7 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "CompletionQueue",
                        {InstanceMethod<&CqWrap::Poll>("poll"), InstanceMethod<&CqWrap::PollInto>("pollInto"),
+                        InstanceMethod<&CqWrap::BusyPollInto>("busyPollInto"),
                         InstanceAccessor<&CqWrap::Cqe>("cqe"),
                         InstanceAccessor<&CqWrap::Handle>("handle"), InstanceMethod<&CqWrap::Destroy>("destroy")});
   }
@@ -117,12 +119,12 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
     Napi::Env env = info.Env();
     const std::uint32_t max = info.Length() > 0 && !info[0].IsUndefined() ? to_u32(env, info[0], "cq.poll: max", 4096) : 16;
     verbs::CompletionQueue& cq = obj(env, "completion queue");
-    std::vector<verbs::Wc> wcs(max);
+    scratch_.resize(max);
     verbs::Result<std::size_t> r = verbs::Error{};
-    run([&] { r = cq.poll(wcs); });
+    run([&] { r = cq.poll(scratch_); });
     const std::size_t n = unwrap_result(env, r);
     Napi::Array out = Napi::Array::New(env, n);
-    for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<std::uint32_t>(i), wc_to_js(env, wcs[i]));
+    for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<std::uint32_t>(i), wc_to_js(env, scratch_[i]));
     return out;
   }
   // The allocation-free poll of the JS clients' hot path: completions as
@@ -139,6 +141,29 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
     for (std::size_t i = 0; i < n; ++i) wc_to_words(scratch_[i], words.Data() + i * kWcWords);
     return Napi::Number::New(env, static_cast<double>(n));
   }
+  // A driven engine's busy-poll without a JS turn per pass: duty cycles of
+  // the CQ's engine and polls of the CQ, in C++, until a completion comes or
+  // `budgetNs` passes; writes as pollInto does and returns how many. The JS
+  // thread is the engine thread here, so nothing waits for a wake-up.
+  Napi::Value BusyPollInto(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Uint32Array words = to_u32_array(env, info[0], "cq.busyPollInto: words");
+    const double budget = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
+    if (!(budget >= 0 && budget <= 1e9)) throw Napi::RangeError::New(env, "cq.busyPollInto: budgetNs: expected 0 to 1e9 ns");
+    verbs::CompletionQueue& cq = obj(env, "completion queue");
+    if (!engine_->driven()) throw Napi::Error::New(env, "cq.busyPollInto: the CQ's engine is not driven (startDriven)");
+    scratch_.resize(std::min<std::size_t>(words.ElementLength() / kWcWords, 4096));
+    const std::uint64_t end = monotonic_ns() + static_cast<std::uint64_t>(budget);
+    std::size_t n = 0;
+    for (;;) {
+      engine_->do_work_once();
+      verbs::Result<std::size_t> r = cq.poll(scratch_);
+      n = unwrap_result(env, r);
+      if (n > 0 || monotonic_ns() >= end) break;
+    }
+    for (std::size_t i = 0; i < n; ++i) wc_to_words(scratch_[i], words.Data() + i * kWcWords);
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
   Napi::Value Cqe(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").cqe()); }
   Napi::Value Handle(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), obj(info.Env(), "completion queue").handle());
@@ -148,7 +173,7 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
     return info.Env().Undefined();
   }
 
-  std::vector<verbs::Wc> scratch_;  // pollInto's, reused
+  std::vector<verbs::Wc> scratch_;  // poll's and pollInto's, reused (JS thread only)
 };
 
 verbs::CompletionQueue* cq_of(Napi::Env env, Napi::FunctionReference& ctor, Napi::Value v, const std::string& where) {
@@ -218,7 +243,7 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     return DefineClass(env, "QueuePair",
                        {InstanceAccessor<&QpWrap::QpNum>("qpNum"), InstanceAccessor<&QpWrap::Type>("type"),
                         InstanceAccessor<&QpWrap::State>("state"), InstanceMethod<&QpWrap::Modify>("modify"),
-                        InstanceMethod<&QpWrap::Query>("query"), InstanceMethod<&QpWrap::PostSend>("postSend"),
+                        InstanceMethod<&QpWrap::Query>("query"), InstanceMethod<&QpWrap::PostSend>("postSend"), InstanceMethod<&QpWrap::PostSendBatch>("postSendBatch"),
                         InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::PostRecvBatch>("postRecvBatch"),
                         InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
                         InstanceMethod<&QpWrap::DetachMcast>("detachMcast"), InstanceMethod<&QpWrap::Counters>("counters"),
@@ -310,26 +335,44 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
   Napi::Value PostRecvBatch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     verbs::QueuePair& qp = obj(env, "QP");
-    const bool is_mr = info[0].IsObject() && info[0].As<Napi::Object>().InstanceOf(classes_->mr.Value());
-    MrWrap* mr = is_mr ? MrWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
-    if (mr == nullptr || mr->get() == nullptr) throw Napi::TypeError::New(env, "qp.postRecvBatch: mr must be a live MemoryRegion");
-    Napi::Uint32Array words = to_u32_array(env, info[1], "qp.postRecvBatch: words");
-    const std::uint32_t count = to_u32(env, info[2], "qp.postRecvBatch: count", static_cast<std::uint32_t>(words.ElementLength() / 3));
-    const verbs::MemoryRegion& m = *mr->get();
-    sges_.resize(count);
-    wrs_.resize(count);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const std::uint32_t* w = words.Data() + 3 * i;
-      if (std::uint64_t{w[1]} + w[2] > m.length()) {
-        throw Napi::RangeError::New(env, "qp.postRecvBatch: wr " + std::to_string(i) + " (offset " + std::to_string(w[1]) +
-                                             ", length " + std::to_string(w[2]) + ") lies outside the " +
-                                             std::to_string(m.length()) + "-byte region");
-      }
-      sges_[i] = verbs::Sge{m.addr() + w[1], w[2], m.lkey()};
-      wrs_[i] = verbs::RecvWr{w[0], nullptr, std::span<const verbs::Sge>(&sges_[i], 1)};
+    const BatchArgs a = batch_args(info, "qp.postRecvBatch", 3);
+    sges_.resize(a.count);
+    recv_wrs_.resize(a.count);
+    for (std::uint32_t i = 0; i < a.count; ++i) {
+      const std::uint32_t* w = a.words.Data() + 3 * i;
+      sges_[i] = batch_sge(env, "qp.postRecvBatch", *a.mr, i, w[1], w[2]);
+      recv_wrs_[i] = verbs::RecvWr{w[0], nullptr, std::span<const verbs::Sge>(&sges_[i], 1)};
     }
     std::optional<verbs::PostRecvResult> r;
-    run([&] { r.emplace(qp.post_recv(std::span<const verbs::RecvWr>(wrs_))); });
+    run([&] { r.emplace(qp.post_recv(std::span<const verbs::RecvWr>(recv_wrs_))); });
+    if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
+    return Napi::Number::New(env, static_cast<double>(r->posted()));
+  }
+  // The SENDs of the JS clients' hot path, without a JS object per WR:
+  // `count` SENDs of one SGE each in `mr`, five u32 words per WR in `words`
+  // (wr_id low, wr_id high, offset in the MR, length, ibv_send_flags bits).
+  Napi::Value PostSendBatch(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    const BatchArgs a = batch_args(info, "qp.postSendBatch", 5);
+    constexpr std::uint32_t kKnownFlags = 0xf;  // FENCE | SIGNALED | SOLICITED | INLINE (types.h SendFlag)
+    sges_.resize(a.count);
+    send_wrs_.resize(a.count);
+    for (std::uint32_t i = 0; i < a.count; ++i) {
+      const std::uint32_t* w = a.words.Data() + 5 * i;
+      if ((w[4] & ~kKnownFlags) != 0) {
+        throw Napi::RangeError::New(env, "qp.postSendBatch: wr " + std::to_string(i) + " has unknown send flag bits " +
+                                             std::to_string(w[4] & ~kKnownFlags) + " (known: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)");
+      }
+      sges_[i] = batch_sge(env, "qp.postSendBatch", *a.mr, i, w[2], w[3]);
+      verbs::SendWr& wr = send_wrs_[i];
+      wr = verbs::SendWr{};
+      wr.wr_id = (std::uint64_t{w[1]} << 32) | w[0];
+      wr.sg_list = std::span<const verbs::Sge>(&sges_[i], 1);
+      wr.send_flags = verbs::SendFlags::from_bits(w[4]);
+    }
+    std::optional<verbs::PostSendResult> r;
+    run([&] { r.emplace(qp.post_send(std::span<const verbs::SendWr>(send_wrs_))); });
     if (!r->ok()) throw verbs_error(env, r->error(), static_cast<long>(r->posted()));
     return Napi::Number::New(env, static_cast<double>(r->posted()));
   }
@@ -356,8 +399,36 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
   }
 
   std::map<const verbs::AddressHandle*, std::shared_ptr<verbs::AddressHandle>> ahs_;  // engine thread only
-  std::vector<verbs::Sge> sges_;     // postRecvBatch's, reused
-  std::vector<verbs::RecvWr> wrs_;
+  // The batch posts' arguments: a live MR, the words, how many WRs of
+  // `words_per_wr` words (default: as many as the words hold).
+  struct BatchArgs {
+    const verbs::MemoryRegion* mr;
+    Napi::Uint32Array words;
+    std::uint32_t count;
+  };
+  BatchArgs batch_args(const Napi::CallbackInfo& info, const std::string& where, std::uint32_t words_per_wr) const {
+    Napi::Env env = info.Env();
+    const bool is_mr = info[0].IsObject() && info[0].As<Napi::Object>().InstanceOf(classes_->mr.Value());
+    MrWrap* mr = is_mr ? MrWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
+    if (mr == nullptr || mr->get() == nullptr) throw Napi::TypeError::New(env, where + ": mr must be a live MemoryRegion");
+    Napi::Uint32Array words = to_u32_array(env, info[1], where + ": words");
+    const auto held = static_cast<std::uint32_t>(words.ElementLength() / words_per_wr);
+    const std::uint32_t count = to_u32(env, info[2], where + ": count", held);
+    return BatchArgs{mr->get(), words, count};
+  }
+  // WR i's one SGE: `length` bytes at `offset` in `mr`, or a RangeError naming the WR.
+  static verbs::Sge batch_sge(Napi::Env env, const std::string& where, const verbs::MemoryRegion& mr, std::uint32_t i,
+                              std::uint32_t offset, std::uint32_t length) {
+    if (std::uint64_t{offset} + length > mr.length()) {
+      throw Napi::RangeError::New(env, where + ": wr " + std::to_string(i) + " (offset " + std::to_string(offset) + ", length " +
+                                           std::to_string(length) + ") lies outside the " + std::to_string(mr.length()) +
+                                           "-byte region");
+    }
+    return verbs::Sge{mr.addr() + offset, length, mr.lkey()};
+  }
+  std::vector<verbs::Sge> sges_;  // the batch posts', reused
+  std::vector<verbs::RecvWr> recv_wrs_;
+  std::vector<verbs::SendWr> send_wrs_;
 };
 
 // ---------------------------------------------------------------- PD
