@@ -15,6 +15,7 @@ import {
   WcWord,
   type CompletionQueue,
 } from '../../src/native/verbs.js';
+import { loadAddon } from '../../src/native/addon.js';
 import { connectPair, node, startEngine } from './verbs-helpers.js';
 
 interface Completion {
@@ -170,5 +171,35 @@ test('bad arguments are refused by name and post nothing', async () => {
     assert.throws(() => qb.postRecvBatch(other, new Uint32Array([1, 0, 64])), { name: 'TypeError', message: /live MemoryRegion/ });
   } finally {
     engine.stop();
+  }
+});
+
+test('busyPollInto drives a driven engine until a completion comes, returns 0 when its time is up, and refuses a threaded engine', () => {
+  const engine = new (loadAddon().Engine)({ toEngineCapacity: 1 << 16, fromEngineCapacity: 1 << 16, hugePages: false });
+  engine.startDriven(() => {});
+  try {
+    const a = node(engine, '127.63.44.1');
+    const b = node(engine, '127.63.44.2');
+    const [qa, qb] = connectPair(a, b);
+    const words = new Uint32Array(4 * WC_WORDS);
+    const t0 = process.hrtime.bigint();
+    assert.equal(a.cq.busyPollInto(words, 2e6), 0, 'nothing posted: nothing completes');
+    assert.ok(process.hrtime.bigint() - t0 >= 2_000_000n, 'it spun for its whole budget');
+    qb.postRecvBatch(b.mr, new Uint32Array([9, 0, 64]));
+    qa.postSendBatch(a.mr, new Uint32Array([4, 0, 0, 64, SendFlagBit.signaled]));
+    // Nothing else drives the engine: the SEND, b's ACK and the completion all come from busyPollInto's cycles.
+    assert.equal(a.cq.busyPollInto(words, 1e9), 1);
+    assert.deepEqual([words[WcWord.wrIdLow], words[WcWord.status], words[WcWord.qpNum]], [4, 0, qa.qpNum]);
+    assert.equal(b.cq.pollInto(words), 1, "b's receive completed in the same cycles");
+    assert.throws(() => a.cq.busyPollInto(words, -1), { name: 'RangeError', message: /budgetNs/ });
+  } finally {
+    engine.stop();
+  }
+  const threaded = startEngine();
+  try {
+    const c = node(threaded, '127.63.45.1');
+    assert.throws(() => c.cq.busyPollInto(new Uint32Array(WC_WORDS), 1000), { message: /not driven/ });
+  } finally {
+    threaded.stop();
   }
 });
