@@ -25,7 +25,7 @@ RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends zlib1g libisal2 libnuma1 libibverbs1 ibverbs-providers \
+ && apt-get install -y --no-install-recommends zlib1g libisal2 libnuma1 libibverbs1 ibverbs-providers iproute2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./

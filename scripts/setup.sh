@@ -20,6 +20,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_pkgs=(cmake ninja-build g++ pkg-config zlib1g-dev libisal-dev libnuma-dev libprotozero-dev libuv1-dev)
 # Optional: the `ibv` backend. The build succeeds without it (soft backend only) and says so.
 optional_pkgs=(libibverbs-dev)
+# At run time: security.ipsec installs and reads ESP states and policies with `ip xfrm` (src/gateway/security).
+runtime_pkgs=(iproute2)
 # The README's first commands after `npm start` (curl /healthz, /v1/device).
 quickstart_pkgs=(curl ca-certificates)
 test_pkgs=(openssl clang libclang-rt-14-dev libgtest-dev tshark python3 python3-scapy iproute2 procps
@@ -35,7 +37,7 @@ test_pkgs=(openssl clang libclang-rt-14-dev libgtest-dev tshark python3 python3-
   # the fresh-root step of .ci/run (test/fresh-root): a minimal bookworm root, the checkout from git
   mmdebstrap git)
 
-pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}" "${quickstart_pkgs[@]}")
+pkgs=("${build_pkgs[@]}" "${optional_pkgs[@]}" "${runtime_pkgs[@]}" "${quickstart_pkgs[@]}")
 [ "${1:-}" = "--with-tests" ] && pkgs+=("${test_pkgs[@]}")
 
 sudo_cmd=()

@@ -9,6 +9,7 @@ import { startGateway } from './service.js';
 import { StateDirLockedError } from './state-lock.js';
 import { DeviceOpenError } from './device/device.js';
 import { TlsConfigError } from './control/tls.js';
+import { SecurityConfigError } from './security/xfrm-keys.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { addClientDeviceOptions, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
@@ -241,7 +242,7 @@ async function serve(opts: { config?: string; set: string[]; host?: string; port
     const gateway = await startGateway(config, logger);
     return await gateway.closed;
   } catch (err) {
-    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError || err instanceof TlsConfigError) {
+    if (err instanceof StateDirLockedError || err instanceof DeviceOpenError || err instanceof TlsConfigError || err instanceof SecurityConfigError) {
       process.stderr.write(`qpgate: ${err.message}\n`);
       return EXIT_CONFIG;
     }

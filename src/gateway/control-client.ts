@@ -8,6 +8,7 @@ import { loadConfig } from './config/load.js';
 import { table } from './table.js';
 import { formatNs } from './units.js';
 import type { TlsReport } from './control/tls.js';
+import type { SecurityReport } from './security/guard.js';
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
@@ -195,6 +196,7 @@ interface Status {
     backend: string;
     device: string;
     numaNode: number;
+    security?: SecurityReport | null;
     rdma:
       | { open: false }
       | {
@@ -243,6 +245,7 @@ export function formatStatus(s: Status, url: string): string {
   out.push(`Gateway qpgate ${s.version} at ${url}: ${s.ready ? 'ready' : 'not ready'}, up ${Math.round(s.uptimeSeconds)} s`);
   out.push(formatControlTls(s.control.tls));
   const d = s.device;
+  if (d.security) out.push(...formatSecurity(d.security));
   if (d.rdma.open) {
     const r = d.rdma;
     out.push(`CA '${r.name}'`, `\tBackend: ${d.backend} (${r.transport})`, `\tFirmware version: ${r.firmwareVersion}`, `\tNode GUID: ${r.nodeGuid}`, `\tNumber of ports: ${r.physPortCount}`);
@@ -272,6 +275,15 @@ export function formatStatus(s: Status, url: string): string {
   for (const q of s.qps) byState.set(q.state, (byState.get(q.state) ?? 0) + 1);
   out.push(`QPs: ${s.qps.length}${byState.size ? ` (${[...byState].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`);
   return out.join('\n');
+}
+
+/** `Encryption: esp rfc4106(gcm(aes)) transport (keys), required`, then one line per SA and per peer checked. */
+export function formatSecurity(s: SecurityReport): string[] {
+  if (s.mode === 'none') return [`Encryption: none${s.requireEncryption ? ' (required: every session is refused)' : ''}`];
+  const lines = [`Encryption: ${s.algorithm} (${s.mode}), ${s.requireEncryption ? 'required' : 'not required'}`];
+  for (const sa of s.sas) lines.push(`\tSA ${sa.dir} ${sa.src} -> ${sa.dst} spi ${sa.spiHex} aes-${sa.keyBits}`);
+  for (const p of s.peers) lines.push(`\tPeer ${p.address}: ${p.covered ? 'covered' : `NOT covered (${p.reason})`}`);
+  return lines;
 }
 
 function formatControlTls(tls: TlsReport): string {

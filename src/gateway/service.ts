@@ -29,6 +29,7 @@ import { sessionsExtension } from './control/routes/sessions.js';
 import { EngineHeartbeat } from './health.js';
 import { lockStateDir } from './state-lock.js';
 import { loadControlTls, PLAINTEXT_REPORT } from './control/tls.js';
+import { EncryptionGuard, refuseUnprotectedFeedGroups } from './security/guard.js';
 
 export interface Gateway {
   readonly state: GatewayState;
@@ -99,6 +100,12 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     const { name, backend, gid, gidReport } = state.device;
     log.info({ device: name, backend, gid, gidReport: gidReport ?? undefined, portState: port.state, activeMtu: port.activeMtu }, 'device open');
     stopDeviceEvents = watchDeviceEvents(engine, state.device, state.sessionProviders, logger.child({ component: 'device' }));
+    // ESP before the first packet: the feed's groups are checked here, each session when it opens.
+    const security = await EncryptionGuard.start(config.security, state.device.address ?? config.backend.address, config.backend.kind);
+    state.security = security;
+    state.metricSources.push((registry) => security.metrics(registry));
+    if (config.security.ipsec) log.info({ security: security.report() }, 'ESP protection');
+    await refuseUnprotectedFeedGroups(security, config.feeds);
     state.feeds = await startFeeds(state);
     orders = await startOrders(state);
     await options.attach?.(state);
@@ -122,6 +129,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     await Promise.resolve(state.feeds?.close?.()).catch(() => undefined);
     stopDeviceEvents();
     await releaseDevice(state, log).catch((e: unknown) => log.error({ err: e }, 'closing the device after a failed start'));
+    await state.security?.close();
     state.heartbeat.stop();
     stopFaultWatch();
     await engine.stop();
@@ -168,6 +176,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       slo.stop();
       stopDeviceEvents();
       await step('device', () => releaseDevice(state, log));
+      await step('security', () => state.security?.close());
       state.heartbeat.stop();
       stopFaultWatch();
       await step('engine', () => engine.stop());

@@ -13,6 +13,7 @@ import type { SessionProvider } from './sessions/provider.js';
 import type { FeedService } from '../feed/service.js';
 import type { EngineHeartbeat } from './health.js';
 import type { TlsReport } from './control/tls.js';
+import type { EncryptionGuard } from './security/guard.js';
 
 /**
  * A feature that plugs into the control plane: the feed service (/v1/feeds)
@@ -73,6 +74,8 @@ export interface GatewayState {
   readonly readinessChecks: Array<() => string | undefined>;
   /** The control plane's https certificate (control.tls), or `{enabled: false}` for http. */
   readonly controlTls: TlsReport;
+  /** The ESP guard (security): set once the device is open, before any feed or session starts. */
+  security?: EncryptionGuard;
   /** False until every component has started, and again once shutdown begins. */
   ready: boolean;
 }

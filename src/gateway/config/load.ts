@@ -17,6 +17,7 @@ import { configBudgetProblems } from '../../feed/memory.js';
 import { validateOrdersConfig } from '../../orders/config.js';
 import { validateTokens } from '../sessions/entitlements.js';
 import { controlTlsProblems } from '../control/tls.js';
+import { securityProblems } from '../security/config.js';
 
 export const DEFAULT_CONFIG_PATH = fileURLToPath(new URL('../../../../config/default.yaml', import.meta.url));
 
@@ -215,6 +216,7 @@ function validate(config: Plain, origins: Map<string, string>): void {
     problems.push(
       ...validateTokens(cfg.control.tokens, origin),
       ...controlTlsProblems(cfg.control, origin),
+      ...securityProblems(cfg.security, origin),
       ...validateOrdersConfig(cfg.orders, cfg.feeds, origin),
       ...configBudgetProblems(cfg.feeds, origin),
     );

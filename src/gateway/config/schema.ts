@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { FeedsConfig } from '../../feed/config.js';
 import { OrdersConfig, U64 } from '../../orders/config.js';
 import { DURATION_PATTERN } from '../slo/duration.js';
+import { SecurityConfig } from '../security/config.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -209,6 +210,8 @@ export const GatewayConfig = Type.Object(
     // Order entry (src/orders/config.ts), with its defaults: enabled, eight
     // instruments, four accounts, the journal under state.dir.
     orders: OrdersConfig,
+    // ESP for the RoCEv2 traffic (src/gateway/security/config.ts): off by default.
+    security: SecurityConfig,
   },
   strict,
 );

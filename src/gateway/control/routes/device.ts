@@ -39,6 +39,8 @@ export function deviceReport(state: GatewayState) {
       stats: state.engine.stats(),
     },
     net: device?.netReport() ?? null,
+    // ESP (security): mode, algorithm, the SAs installed and the peers checked.
+    security: state.security?.report() ?? null,
     counters: device?.counters() ?? null,
   };
 }
@@ -55,6 +57,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayS
       engine: looseObject('running, placement (CPU, affinity, idle strategy and why), threads, stats'),
       net: Type.Union([looseObject('how the device receives (receiveMode, ...)'), Type.Null()]),
       counters: Type.Union([looseObject('socket, wire and ingress counters'), Type.Null()]),
+      security: Type.Union([looseObject('ESP through xfrm: requireEncryption, mode, algorithm, sas (dir, src, dst, spi), peers (address, covered, reason)'), Type.Null()]),
     },
     { additionalProperties: true },
   );

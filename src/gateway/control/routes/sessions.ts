@@ -213,6 +213,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
             'A token entitled to the role, the accounts and the channels (control.tokens roles, accounts, channels); 403 names the missing entitlement. ' +
             'The answer has the gateway\'s QPN, PSN, GID and MTU for the RC handshake and the memory regions the session may use. ' +
             '404 not_enabled when no service of this gateway serves the role (order entry off, or no feed for recovery); ' +
+            '403 also when security.requireEncryption is set and no ESP policy covers the client (counted in qpgate_security_refusals_total{reason}); ' +
             '409 if the name is connected (or being opened by another request); 429 past control.sessions.maxPerToken / maxTotal / maxNamesPerToken. ' +
             'Session ids are persisted in <state.dir>/sessions.json before the 201 (temporary file, fsync, rename, directory fsync).',
           'x-qpgate-scope': 'entitlement',
@@ -251,6 +252,9 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       if (provider === undefined) {
         return sendError(reply, 404, `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway`, NOT_ENABLED);
       }
+      // security.requireEncryption: before the QP exists, so nothing reaches the peer in the clear.
+      const unprotected = await state.security?.sessionRefusal(body.gid, `${body.role} session "${body.name}"`);
+      if (unprotected !== undefined) return forbidden(reply, unprotected.message);
       const openingKey = `${principal.name}\u0000${body.name}`;
       if (opening.has(openingKey)) {
         return reply.code(409).send({ error: 'conflict', message: `session "${body.name}" is being opened by another request` });

@@ -1,0 +1,84 @@
+// The xfrm policy check (src/gateway/security/xfrm-policy.ts) on real
+// `ip xfrm policy` output captured in the rdma-vm guest (test/fixtures/xfrm),
+// and the refusal it leads to (guard.ts): a peer is covered only when the
+// policy that decides its RoCEv2 flow requires an ESP transport SA, and a
+// selector on dport 4791 does not cover rxe, whose flows carry no ports.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../support/paths.js';
+import { coverage, parseXfrmPolicies, type RoceFlow } from '../../src/gateway/security/xfrm-policy.js';
+import { EncryptionGuard } from '../../src/gateway/security/guard.js';
+
+const fixture = (name: string) => readFileSync(join(REPO_ROOT, 'test/fixtures/xfrm', name), 'utf8');
+const keys = parseXfrmPolicies(fixture('policy-keys.txt'));
+const dport = parseXfrmPolicies(fixture('policy-dport.txt'));
+const flow = (src: string, dst: string, dir: 'out' | 'in', flowHasPorts = true): RoceFlow => ({ src, dst, dir, flowHasPorts });
+
+test('the policies the gateway installs parse with their selectors, directions and ESP templates', () => {
+  assert.deepEqual(
+    keys.map((p) => `${p.dir} ${p.src} -> ${p.dst} ${p.proto}:${p.dport} ${p.tmpls.map((t) => `${t.proto}/${t.mode}${t.optional ? '?' : ''}`).join(',')}`),
+    [
+      'out 10.77.3.1/32 -> 239.77.0.2/32 udp:0 esp/transport',
+      'out 10.77.3.1/32 -> 239.77.0.1/32 udp:0 esp/transport',
+      'in 10.77.3.2/32 -> 10.77.3.1/32 udp:0 esp/transport',
+      'out 10.77.3.1/32 -> 10.77.3.2/32 udp:0 esp/transport',
+    ],
+  );
+  assert.deepEqual(dport.map((p) => [p.dir, p.dport]), [['in', 4791], ['out', 4791]]);
+});
+
+test('the installed policies cover the peer both ways and the feed groups out, and nobody else', () => {
+  for (const backendHasPorts of [true, false]) {
+    assert.equal(coverage(keys, flow('10.77.3.1', '10.77.3.2', 'out', backendHasPorts)).covered, true);
+    assert.equal(coverage(keys, flow('10.77.3.2', '10.77.3.1', 'in', backendHasPorts)).covered, true);
+    assert.equal(coverage(keys, flow('10.77.3.1', '239.77.0.1', 'out', backendHasPorts)).covered, true);
+  }
+  assert.deepEqual(coverage(keys, flow('10.77.3.1', '10.77.3.9', 'out')), { covered: false, reason: 'no xfrm policy (dir out) covers UDP 4791 to 10.77.3.9' });
+  assert.deepEqual(coverage(keys, flow('10.77.3.9', '10.77.3.1', 'in')), { covered: false, reason: 'no xfrm policy (dir in) covers UDP 4791 from 10.77.3.9' });
+});
+
+test('a dport 4791 selector covers the soft backend (a UDP socket: its flows have ports) but not rxe, and says why', () => {
+  assert.equal(coverage(dport, flow('10.77.2.1', '10.77.2.2', 'out', true)).covered, true);
+  assert.deepEqual(coverage(dport, flow('10.77.2.1', '10.77.2.2', 'out', false)), {
+    covered: false,
+    reason: "the xfrm policy to 10.77.2.2 names dport 4791, which rxe's route lookup never carries: use a selector without ports (proto udp)",
+  });
+});
+
+test('the deciding policy is the one of lowest priority value: a bypass, a block or an optional SA ahead of the ESP one leaves the peer uncovered', () => {
+  const esp = 'src 10.0.0.0/8 dst 10.0.0.0/8 proto udp \n\tdir out priority 100 ptype main \n\ttmpl src 0.0.0.0 dst 0.0.0.0\n\t\tproto esp reqid 0 mode transport\n';
+  const ahead = (body: string) => parseXfrmPolicies(`src 10.0.0.1/32 dst 10.0.0.2/32 \n\tdir out ${body}\n${esp}`);
+  const f = flow('10.0.0.1', '10.0.0.2', 'out');
+  assert.equal(coverage(parseXfrmPolicies(esp), f).covered, true);
+  assert.match(coverage(ahead('priority 10 ptype main '), f).reason!, /^the xfrm policy to 10\.0\.0\.2 \(10\.0\.0\.1\/32 -> 10\.0\.0\.2\/32\) requires no ESP transport SA$/);
+  assert.match(coverage(ahead('action block priority 10 ptype main '), f).reason!, /blocks it$/);
+  const optional = ahead('priority 10 ptype main \n\ttmpl src 0.0.0.0 dst 0.0.0.0\n\t\tproto esp reqid 0 mode transport\n\t\tlevel use ');
+  assert.match(coverage(optional, f).reason!, /requires no ESP transport SA$/);
+  assert.equal(coverage(ahead('priority 200 ptype main '), f).covered, true);
+});
+
+test('with requireEncryption the guard refuses an uncovered peer and a GID that is no IPv4 address, counts each reason, and lets a covered one through', async () => {
+  const config = { requireEncryption: true, ipsec: { mode: 'verify' as const, peers: [] } };
+  const guard = await EncryptionGuard.start(config, '10.77.3.1', 'soft', async () => keys);
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "a"'), undefined);
+  const refused = await guard.sessionRefusal('::ffff:10.77.3.7', 'trading session "b"');
+  assert.deepEqual(refused, {
+    reason: 'no_policy',
+    message: 'trading session "b" from 10.77.3.7: refused, no xfrm policy (dir out) covers UDP 4791 to 10.77.3.7; nothing was sent. ' +
+      'Install an ESP transport policy for UDP between 10.77.3.1 and 10.77.3.7 (ip xfrm policy, or your IKE daemon)',
+  });
+  assert.equal((await guard.sessionRefusal('fe80::1', 'risk session "c"'))?.reason, 'not_ipv4');
+  const unreadable = await EncryptionGuard.start(config, '10.77.3.1', 'soft', async () => { throw new Error('Operation not permitted'); });
+  assert.match((await unreadable.refusal('10.77.3.2', 'recovery session "d"'))!.message, /could not be read \(ip xfrm policy: Operation not permitted\); nothing was sent$/);
+  const { Registry } = await import('prom-client');
+  const registry = new Registry();
+  guard.metrics(registry);
+  const text = await registry.metrics();
+  assert.match(text, /^qpgate_security_refusals_total\{reason="no_policy"\} 1$/m);
+  assert.match(text, /^qpgate_security_refusals_total\{reason="not_ipv4"\} 1$/m);
+  assert.deepEqual(guard.report().peers.map((p) => [p.address, p.covered]), [['10.77.3.2', true], ['10.77.3.7', false]]);
+  const notRequired = await EncryptionGuard.start({ requireEncryption: false }, '10.77.3.1', 'soft', async () => keys);
+  assert.equal(await notRequired.sessionRefusal('::ffff:10.77.3.7', 'x'), undefined);
+});
