@@ -277,7 +277,7 @@ TEST(QpStateMachine, UnsupportedAttributesOfABackendAreEopnotsupp) {
 TEST(QpStateMachine, AlternatePathValuesAreCheckedAsThePrimaryPathsAre) {
   const QpAttr ok = valid_attr(S::RTS, S::RTS);
   const auto check = [](const QpAttr& a, QpAttrMaskFlags extra) {
-    return check_modify_qp(QpType::RC, S::RTS, a, M::STATE | extra);
+    return check_modify_qp(QpType::RC, S::RTS, a, extra | M::STATE);
   };
   EXPECT_TRUE(check(ok, M::ALT_PATH | M::PATH_MIG_STATE).ok());
   QpAttr a = ok;
@@ -294,7 +294,7 @@ TEST(QpStateMachine, AlternatePathValuesAreCheckedAsThePrimaryPathsAre) {
   EXPECT_EQ(check(a, M::PATH_MIG_STATE).message(), "IBV_QP_PATH_MIG_STATE: path_mig_state 3 is out of range 0..2");
   // Not checked when the mask does not name them.
   a.alt_timeout = 40;
-  EXPECT_TRUE(check(a, M::TIMEOUT).ok());
+  EXPECT_TRUE(check(a, M::MIN_RNR_TIMER).ok());
 }
 
 // ---------------------------------------------------------------- values
