@@ -83,6 +83,7 @@ test('per-QP series carry qpn only while the QP exists', async () => {
     assert.equal(sampleValue(m, 'qpgate_qps', { type: 'RC', state: 'RESET' }), 1);
     assert.equal(sampleValue(m, 'qpgate_qp_retransmitted_packets_total', { qpn }), 0);
     assert.equal(sampleValue(m, 'qpgate_qp_timeouts_total', { qpn }), 0);
+    assert.equal(sampleValue(m, 'qpgate_qp_path_migrations_total', { qpn }), 0);
     for (const code of ['psn_seq_err', 'inv_req', 'rem_access', 'rem_op', 'other']) {
       assert.equal(sampleValue(m, 'qpgate_qp_naks_received_total', { qpn, code }), 0, code);
     }

@@ -76,6 +76,13 @@ struct QpAttr {
   std::uint8_t timeout = 0;    // local ACK timeout code 0..31: 4.096 µs × 2^timeout, 0 = infinite
   std::uint8_t retry_cnt = 0;  // 0..7 transport retries
   std::uint8_t rnr_retry = 0;  // 0..7 RNR retries, 7 = infinite
+  // IBV_QP_ALT_PATH: the alternate path (its own address vector, P_Key
+  // index, port and local ACK timeout), used once the QP migrates to it.
+  AhAttr alt_ah_attr;
+  std::uint16_t alt_pkey_index = 0;
+  std::uint8_t alt_port_num = 1;
+  std::uint8_t alt_timeout = 0;
+  MigState path_mig_state = MigState::MIGRATED;  // IBV_QP_PATH_MIG_STATE
 };
 
 // ibv_device_attr, the fields qpgate reports and checks against.

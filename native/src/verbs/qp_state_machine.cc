@@ -133,6 +133,30 @@ Status check_range(QpAttrMask bit, const char* field, unsigned long long value, 
   return invalid(std::move(m));
 }
 
+// IBV_QP_ALT_PATH and IBV_QP_PATH_MIG_STATE: the alternate path is checked
+// as the primary one is (a unicast peer, indices within the tables).
+Status check_alt_path(const QpAttr& a, QpAttrMaskFlags mask, const ModifyLimits& lim) {
+  if (mask.has(M::ALT_PATH)) {
+    const AhAttr& ah = a.alt_ah_attr;
+    if (ah.dgid.is_zero()) return invalid("IBV_QP_ALT_PATH: alt_ah_attr.dgid is the zero GID");
+    if (ah.dgid.is_multicast()) {
+      return invalid("IBV_QP_ALT_PATH: alt_ah_attr.dgid " + ah.dgid.to_string() + " is a multicast GID");
+    }
+    if (auto s = check_range(M::ALT_PATH, "alt_ah_attr.sgid_index", ah.sgid_index, 0, lim.gid_tbl_len - 1ull); !s.ok())
+      return s;
+    if (auto s = check_range(M::ALT_PATH, "alt_ah_attr.flow_label", ah.flow_label, 0, 0xfffff); !s.ok()) return s;
+    if (auto s = check_range(M::ALT_PATH, "alt_port_num", a.alt_port_num, 1, lim.phys_port_cnt); !s.ok()) return s;
+    if (auto s = check_range(M::ALT_PATH, "alt_pkey_index", a.alt_pkey_index, 0, lim.pkey_tbl_len - 1ull); !s.ok())
+      return s;
+    if (auto s = check_range(M::ALT_PATH, "alt_timeout", a.alt_timeout, 0, kMaxTimeoutCode); !s.ok()) return s;
+  }
+  if (mask.has(M::PATH_MIG_STATE)) {
+    const auto m = static_cast<unsigned>(a.path_mig_state);
+    if (auto s = check_range(M::PATH_MIG_STATE, "path_mig_state", m, 0, 2); !s.ok()) return s;
+  }
+  return {};
+}
+
 Status check_values(QpType type, const QpAttr& a, QpAttrMaskFlags mask, const ModifyLimits& lim) {
   if (mask.has(M::PKEY_INDEX)) {
     if (auto s = check_range(M::PKEY_INDEX, "pkey_index", a.pkey_index, 0, lim.pkey_tbl_len - 1ull); !s.ok()) return s;
@@ -284,6 +308,7 @@ Status check_modify_qp(QpType type, QpState current, const QpAttr& attr, QpAttrM
   if (unsupported.any()) {
     return Error{EOPNOTSUPP, qp_attr_mask_names(unsupported) + " not supported by " + std::string(limits.backend_name)};
   }
+  if (Status s = check_alt_path(attr, mask, limits); !s.ok()) return s;
   return check_values(type, attr, mask, limits);
 }
 
@@ -306,6 +331,13 @@ void apply_modify_qp(QpAttr& qp, const QpAttr& a, QpAttrMaskFlags mask) {
   if (mask.has(M::SQ_PSN)) qp.sq_psn = a.sq_psn;
   if (mask.has(M::MAX_DEST_RD_ATOMIC)) qp.max_dest_rd_atomic = a.max_dest_rd_atomic;
   if (mask.has(M::DEST_QPN)) qp.dest_qp_num = a.dest_qp_num;
+  if (mask.has(M::ALT_PATH)) {
+    qp.alt_ah_attr = a.alt_ah_attr;
+    qp.alt_pkey_index = a.alt_pkey_index;
+    qp.alt_port_num = a.alt_port_num;
+    qp.alt_timeout = a.alt_timeout;
+  }
+  if (mask.has(M::PATH_MIG_STATE)) qp.path_mig_state = a.path_mig_state;
 }
 
 }  // namespace qpgate::verbs

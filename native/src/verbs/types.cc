@@ -38,6 +38,15 @@ std::string_view qp_state_name(QpState s) {
   return "UNKNOWN";
 }
 
+std::string_view mig_state_name(MigState s) {
+  switch (s) {
+    case MigState::MIGRATED: return "MIGRATED";
+    case MigState::REARM: return "REARM";
+    case MigState::ARMED: return "ARMED";
+  }
+  return "UNKNOWN";
+}
+
 std::string_view access_name(Access a) {
   switch (a) {
     case Access::LOCAL_WRITE: return "IBV_ACCESS_LOCAL_WRITE";

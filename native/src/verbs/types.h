@@ -42,6 +42,17 @@ enum class QpState : std::uint8_t {
 inline constexpr int kQpStateCount = 7;
 std::string_view qp_state_name(QpState s);  // "RESET", "INIT", ... as `rdma res show qp` prints them
 
+// ibv_mig_state: automatic path migration (IBA 17.2.8). MIGRATED: no
+// alternate path armed (the state a QP starts in); REARM: the consumer asks
+// for the alternate path to be loaded; ARMED: the alternate path is ready,
+// and the QP moves to it when the primary path fails.
+enum class MigState : std::uint8_t {
+  MIGRATED = 0,
+  REARM = 1,
+  ARMED = 2,
+};
+std::string_view mig_state_name(MigState s);  // "MIGRATED", "REARM", "ARMED"
+
 // ---------------------------------------------------------------- bit flags
 // A strongly typed bit set over an enum whose enumerators are single bits.
 template <class E>

@@ -21,16 +21,7 @@ using namespace std::chrono_literals;
 using test::Endpoint;
 using test::RcOptions;
 using test::RcPair;
-
-// `s` must outlive the post (the WR points at it).
-SendWr send_wr(std::uint64_t id, const Sge& s) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::SEND;
-  wr.sg_list = std::span<const Sge>(&s, 1);
-  wr.send_flags = SendFlag::SIGNALED;
-  return wr;
-}
+using test::send_wr;
 
 TEST(SoftRcErrors, APeerThatStopsAnsweringExhaustsRetryCntAndFlushesTheRest) {
   RcOptions o;

@@ -33,11 +33,13 @@ struct RcOptions {
 };
 
 struct Endpoint {
+  // `alternate`: the device's second address (GID index 1), or null.
   Endpoint(const char* address, std::size_t buffer_bytes, std::uint32_t cqe = 1024,
-           AccessFlags mr_access = kAllAccess)
+           AccessFlags mr_access = kAllAccess, const char* alternate = nullptr)
       : buffer(buffer_bytes, 0) {
     SoftDeviceOptions o;
     o.address_or_name = address;
+    if (alternate != nullptr) o.alternate_address = alternate;
     o.net.probe_ipv4_id = false;
     auto d = open_soft_device(o);
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
@@ -110,9 +112,10 @@ struct Endpoint {
 
 // Two endpoints with one RC QP each, connected to each other.
 struct RcPair {
+  // `alt_a`, `alt_b`: the devices' alternate addresses (GID index 1), or null.
   RcPair(const char* addr_a, const char* addr_b, std::size_t buffer_bytes, const RcOptions& o = {},
-         std::uint32_t cqe = 1024)
-      : a(addr_a, buffer_bytes, cqe), b(addr_b, buffer_bytes, cqe), options(o) {
+         std::uint32_t cqe = 1024, const char* alt_a = nullptr, const char* alt_b = nullptr)
+      : a(addr_a, buffer_bytes, cqe, kAllAccess, alt_a), b(addr_b, buffer_bytes, cqe, kAllAccess, alt_b), options(o) {
     if (!a.ok() || !b.ok()) return;
     qa = a.rc_qp(o);
     qb = b.rc_qp(o);
@@ -148,6 +151,16 @@ struct RcPair {
   std::unique_ptr<QueuePair> qa;
   std::unique_ptr<QueuePair> qb;
 };
+
+// A signaled SEND of one SGE; `s` must outlive the post (the WR points at it).
+inline SendWr send_wr(std::uint64_t id, const Sge& s) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = WrOpcode::SEND;
+  wr.sg_list = std::span<const Sge>(&s, 1);
+  wr.send_flags = SendFlag::SIGNALED;
+  return wr;
+}
 
 inline std::int64_t ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();

@@ -83,6 +83,9 @@ static_assert(same(WcOpcode::SEND, IBV_WC_SEND) && same(WcOpcode::RDMA_WRITE, IB
               same(WcOpcode::RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM));
 static_assert(same(WcFlag::GRH, IBV_WC_GRH) && same(WcFlag::WITH_IMM, IBV_WC_WITH_IMM));
 
+static_assert(same(MigState::MIGRATED, IBV_MIG_MIGRATED) && same(MigState::REARM, IBV_MIG_REARM) &&
+              same(MigState::ARMED, IBV_MIG_ARMED));
+
 static_assert(same(EventType::CQ_ERR, IBV_EVENT_CQ_ERR) && same(EventType::QP_FATAL, IBV_EVENT_QP_FATAL) &&
               same(EventType::QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR) &&
               same(EventType::QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR) &&

@@ -39,6 +39,11 @@ QpAttr valid_attr(S from, S to) {
   a.timeout = 14;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
+  a.alt_ah_attr.dgid = Gid::from_ipv4(0x0b000002);
+  a.alt_ah_attr.port_num = 1;
+  a.alt_port_num = 1;
+  a.alt_timeout = 14;
+  a.path_mig_state = MigState::REARM;
   return a;
 }
 
@@ -267,6 +272,29 @@ TEST(QpStateMachine, UnsupportedAttributesOfABackendAreEopnotsupp) {
   const Status s = check_modify_qp(QpType::RC, S::RTS, valid_attr(S::RTS, S::RTS), M::STATE | M::ALT_PATH, lim);
   EXPECT_EQ(s.code(), EOPNOTSUPP);
   EXPECT_EQ(s.message(), "IBV_QP_ALT_PATH not supported by the soft backend");
+}
+
+TEST(QpStateMachine, AlternatePathValuesAreCheckedAsThePrimaryPathsAre) {
+  const QpAttr ok = valid_attr(S::RTS, S::RTS);
+  const auto check = [](const QpAttr& a, QpAttrMaskFlags extra) {
+    return check_modify_qp(QpType::RC, S::RTS, a, extra | M::STATE);
+  };
+  EXPECT_TRUE(check(ok, M::ALT_PATH | M::PATH_MIG_STATE).ok());
+  QpAttr a = ok;
+  a.alt_timeout = 32;
+  EXPECT_EQ(check(a, M::ALT_PATH).message(), "IBV_QP_ALT_PATH: alt_timeout 32 is out of range 0..31");
+  a = ok;
+  a.alt_ah_attr.dgid = Gid{};
+  EXPECT_EQ(check(a, M::ALT_PATH).message(), "IBV_QP_ALT_PATH: alt_ah_attr.dgid is the zero GID");
+  a = ok;
+  a.alt_port_num = 0;
+  EXPECT_EQ(check(a, M::ALT_PATH).message(), "IBV_QP_ALT_PATH: alt_port_num 0 is out of range 1..1");
+  a = ok;
+  a.path_mig_state = static_cast<MigState>(3);
+  EXPECT_EQ(check(a, M::PATH_MIG_STATE).message(), "IBV_QP_PATH_MIG_STATE: path_mig_state 3 is out of range 0..2");
+  // Not checked when the mask does not name them.
+  a.alt_timeout = 40;
+  EXPECT_TRUE(check(a, M::MIN_RNR_TIMER).ok());
 }
 
 // ---------------------------------------------------------------- values

@@ -65,6 +65,8 @@ export interface QpView {
   timeouts: number;
   retryExceeded: number;
   rnrRetryExceeded: number;
+  /** Moves to the alternate path (automatic path migration, docs/protocol.md §1.10). */
+  pathMigrations: number;
   naksReceived: Record<NakCode, number>;
   naksSent: Record<NakCode, number>;
   rnrNaks: { received: number; sent: number };
@@ -101,6 +103,7 @@ export function qpView(t: TrackedQp): QpView {
     timeouts: c(k, 'timeouts'),
     retryExceeded: c(k, 'retry_exceeded'),
     rnrRetryExceeded: c(k, 'rnr_retry_exceeded'),
+    pathMigrations: c(k, 'path_migrations'),
     naksReceived: {
       psn_seq_err: c(k, 'rcvd_seq_err'),
       inv_req: c(k, 'rcvd_nak_inv_req'),

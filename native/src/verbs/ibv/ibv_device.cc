@@ -379,8 +379,10 @@ Result<std::unique_ptr<IbvDevice>> open_ibv_device(const IbvDeviceOptions& o) {
   d->limits.max_mtu = static_cast<Mtu>(pa.max_mtu);
   d->limits.max_qp_rd_atom = static_cast<std::uint32_t>(da.max_qp_rd_atom);
   d->limits.max_qp_init_rd_atom = static_cast<std::uint32_t>(da.max_qp_init_rd_atom);
-  // No alternate paths on RoCE; rate limits go through ibv_modify_qp_rate_limit,
-  // which QpAttr does not carry.
+  // Alternate paths (IBV_QP_ALT_PATH, automatic path migration) are not
+  // passed to ibverbs: rxe has no APM (no IBV_DEVICE_AUTO_PATH_MIG), and the
+  // soft backend is where qpgate implements it (soft_apm.cc). Rate limits go
+  // through ibv_modify_qp_rate_limit, which QpAttr does not carry.
   d->limits.unsupported = QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE | QpAttrMask::RATE_LIMIT;
   d->limits.backend_name = d->backend_label;
   return std::unique_ptr<IbvDevice>(std::make_unique<IbvDeviceImpl>(std::move(d)));

@@ -99,11 +99,19 @@ void Completer::check_front_error() {
 
 void Completer::retry(std::uint32_t psn, std::int64_t now_ns, bool from_timeout) {
   if (retry_left_ == 0) {
-    qp_.counters_.retry_exceeded.inc();
-    fail_front(WcStatus::IBV_WC_RETRY_EXC_ERR);
-    return;
+    if (!qp_.fail_over()) {
+      qp_.counters_.retry_exceeded.inc();
+      fail_front(WcStatus::IBV_WC_RETRY_EXC_ERR);
+      return;
+    }
+    // On the alternate path now (soft_apm.cc): this resend from the oldest
+    // unacknowledged PSN is its first try, under its own timeout; its
+    // retry_cnt is whole.
+    retry_left_ = qp_.attr_.retry_cnt;
+    from_timeout = true;
+  } else {
+    --retry_left_;  // retry_cnt = 7 is seven retries, not infinite (IBA; rxe differs)
   }
-  --retry_left_;  // retry_cnt = 7 is seven retries, not infinite (IBA; rxe differs)
   qp_.counters_.completer_retry.inc();
   if (wire::psn_after(psn, comp_psn_)) comp_psn_ = psn;
   qp_.req_->go_back(from_timeout ? comp_psn_ : psn);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "verbs/soft/fault_net.h"
+#include "verbs/soft/path_nets.h"
 #include "verbs/soft/soft_device.h"
 #include "verbs/soft/soft_device_driver.h"
 
@@ -27,7 +28,6 @@ constexpr std::uint32_t kMaxSrq = 0x40000;
 constexpr std::uint32_t kMaxSrqWr = 0x4000;
 constexpr std::uint32_t kMaxAh = 0x7ff0;
 constexpr std::uint32_t kMaxRdAtom = 128;
-constexpr std::uint32_t kGidTableLen = 1;  // index 0: ::ffff:<address>
 constexpr std::uint8_t kLocalCaAckDelay = 15;
 }  // namespace limits
 
@@ -44,17 +44,20 @@ class TxPort final : public PacketTx {
 };
 
 struct DeviceCore {
-  DeviceCore(InterfaceInfo info, std::string device_name, std::unique_ptr<UdpNet> udp, IcrcPolicy policy,
-             std::uint32_t first_qpn)
+  // `alt_udp` (may be null): the socket of the alternate address (path_nets.h).
+  DeviceCore(InterfaceInfo info, std::string device_name, std::unique_ptr<UdpNet> udp, std::unique_ptr<UdpNet> alt_udp,
+             IcrcPolicy policy, std::uint32_t first_qpn)
       : name(std::move(device_name)),
         iface(std::move(info)),
         net(std::move(udp)),
-        io(net.get()),
+        alt_net(std::move(alt_udp)),
+        paths(alt_net ? std::make_unique<PathNets>(*net, *alt_net) : nullptr),
+        io(paths ? static_cast<PacketIo*>(paths.get()) : net.get()),
         ingress(qps, mcast, policy),
         next_qpn(first_qpn) {
-    std::uint32_t host = 0;
-    std::memcpy(&host, iface.address.bytes.data(), 4);
-    gid = Gid::from_ipv4(ntohl(host));
+    gid = gid_of(iface.address);
+    gid_addresses.push_back(iface.address);
+    if (alt_net) gid_addresses.push_back(alt_net->address());
     if (!mtu_for_ip_mtu(iface.mtu, &active_mtu)) active_mtu = Mtu::MTU_256;
   }
   ~DeviceCore() {
@@ -72,6 +75,24 @@ struct DeviceCore {
     return Error{ENOMEM, "create_qp: no free QP number"};
   }
 
+  static Gid gid_of(const wire::IpAddress& address) {
+    std::uint32_t host = 0;
+    std::memcpy(&host, address.bytes.data(), 4);
+    return Gid::from_ipv4(ntohl(host));
+  }
+  // The receive sockets of both addresses, and who is told of their changes.
+  std::vector<int> receive_fds() const {
+    std::vector<int> fds = net->receive_fds();
+    if (alt_net) {
+      for (int fd : alt_net->receive_fds()) fds.push_back(fd);
+    }
+    return fds;
+  }
+  void set_fd_observer(FdObserver* observer) {
+    net->set_fd_observer(observer);
+    if (alt_net) alt_net->set_fd_observer(observer);
+  }
+
   // One duty cycle (soft_device.h); see soft_device.cc.
   int do_work(std::int64_t now_ns, std::int64_t* deadline);
   // Puts the fault injector (fault_net.h) between the QPs and the sockets,
@@ -87,8 +108,11 @@ struct DeviceCore {
   PdTable pds;
   McastTable mcast;
   std::unique_ptr<UdpNet> net;
+  std::unique_ptr<UdpNet> alt_net;   // the alternate address's sockets, if configured
+  std::unique_ptr<PathNets> paths;   // net and alt_net as one PacketIo, when alt_net is
+  std::vector<wire::IpAddress> gid_addresses;  // the GID table as addresses: [0] address, [1] alternate
   std::unique_ptr<FaultNet> faults;  // tests only: made by inject_faults
-  PacketIo* io;                      // what the duty cycle and the QPs use: net, or faults around it
+  PacketIo* io;                      // what the duty cycle and the QPs use: net (or paths), or faults around it
   TxPort tx{io};                     // the QPs' PacketTx
   Ingress::QpMap qps;
   Ingress ingress;

@@ -18,6 +18,7 @@ void FaultDice::configure(const FaultPlan& plan, const FaultRates& rates, std::u
                       clamp01(rates.corrupt)};
   active_ = rates_.any();
   opcodes_ = plan.opcodes;
+  local_address_ = plan.local_address;
   limited_ = plan.max_faults != 0;
   budget_ = plan.max_faults;
   state_ = seed;
@@ -37,9 +38,10 @@ bool FaultDice::chance(double p) {
   return u < p;
 }
 
-FaultDecision FaultDice::roll(std::span<const std::uint8_t> packet) {
+FaultDecision FaultDice::roll(std::span<const std::uint8_t> packet, const wire::IpAddress& local) {
   FaultDecision d;
   if (!active_ || packet.empty()) return d;
+  if (local_address_ && !(*local_address_ == local)) return d;
   if (!opcodes_.empty() && std::find(opcodes_.begin(), opcodes_.end(), packet[0]) == opcodes_.end()) return d;
   counters_->seen.inc();
   // Every draw is taken whatever the outcome, so one decision does not

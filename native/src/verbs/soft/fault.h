@@ -33,12 +33,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "verbs/soft/ingress_counters.h"
+#include "wire/ip_udp.h"
 
 namespace qpgate::verbs::soft {
 
@@ -69,6 +71,10 @@ struct FaultPlan {
   // At most this many faults per direction, then packets pass (0: no limit).
   // With rate 1 and an opcode filter, "drop the first ATOMIC ACKNOWLEDGE".
   std::uint64_t max_faults = 0;
+  // Only packets that leave from (tx) or arrive at (rx) this local address:
+  // one path of a device with an alternate address (path_nets.h), as if its
+  // link were down when the rates are 1. Unset: every packet.
+  std::optional<wire::IpAddress> local_address;
 
   bool enabled() const { return tx.any() || rx.any(); }
 };
@@ -128,8 +134,9 @@ class FaultDice {
  public:
   void configure(const FaultPlan& plan, const FaultRates& rates, std::uint64_t seed, FaultDirectionCounters* counters);
   bool active() const { return active_; }
-  // Rolls for one packet (counts it and the faults chosen).
-  FaultDecision roll(std::span<const std::uint8_t> packet);
+  // Rolls for one packet sent from or received at `local` (counts it and
+  // the faults chosen).
+  FaultDecision roll(std::span<const std::uint8_t> packet, const wire::IpAddress& local);
 
  private:
   std::uint64_t next();
@@ -138,6 +145,7 @@ class FaultDice {
   bool active_ = false;
   FaultRates rates_;
   std::vector<std::uint8_t> opcodes_;
+  std::optional<wire::IpAddress> local_address_;
   std::uint64_t budget_ = 0;  // faults left; unlimited when max_faults was 0
   bool limited_ = false;
   std::uint64_t state_ = 0;

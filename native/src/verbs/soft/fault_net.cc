@@ -43,7 +43,7 @@ Enqueued FaultNet::enqueue_faulty(const TxPacket& packet) {
   if (inner_.queued() >= inner_.capacity()) return Enqueued{false, {}};
   const std::int64_t now = now_ns();
   release_tx_held(now);
-  const FaultDecision d = tx_dice_.roll(packet.roce);
+  const FaultDecision d = tx_dice_.roll(packet.roce, packet.flow.src);
   if (d.drop) return Enqueued{true, {}};
   if (d.hold != FaultDecision::Hold::NONE) {
     tx_held_.hold(packet.roce, TxHeldMeta{packet.flow, packet.traffic_class, packet.hop_limit, d}, hold_until(now, d),
@@ -83,7 +83,7 @@ void FaultNet::deliver(std::span<std::uint8_t> bytes, const RxMeta& meta, const 
   if (!rx_dice_.active()) {
     fn(bytes, meta);
   } else {
-    const FaultDecision d = rx_dice_.roll(bytes);
+    const FaultDecision d = rx_dice_.roll(bytes, meta.flow.dst);
     if (d.drop) return;
     d.corrupt(bytes);
     if (d.hold != FaultDecision::Hold::NONE) {

@@ -40,6 +40,7 @@ class QpCounter {
   X(timeouts)               /* local ACK timeouts that fired */                             \
   X(retry_exceeded)         /* retry_cnt exhausted: IBV_WC_RETRY_EXC_ERR */                 \
   X(rnr_retry_exceeded)     /* rnr_retry exhausted: IBV_WC_RNR_RETRY_EXC_ERR */             \
+  X(path_migrations)        /* moves to the alternate path (IBV_EVENT_PATH_MIG) */          \
   X(rcvd_seq_err)           /* NAK PSN sequence error received */                           \
   X(rcvd_rnr_err)           /* RNR NAK received */                                          \
   X(rcvd_nak_inv_req)       /* NAK 0x61 received */                                         \

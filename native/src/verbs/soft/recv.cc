@@ -45,8 +45,7 @@ bool Ingress::qp_accepts(const SoftQp& qp, const wire::Packet& pkt, const RxMeta
     }
     return true;
   }
-  const auto peer = qp.peer_address();
-  if (!peer || !(*peer == meta.flow.src)) {
+  if (!qp.accepts_peer(meta.flow.src)) {
     counters_.wrong_peer.inc();
     return false;
   }

@@ -299,7 +299,7 @@ ReqState Requester::transmit(Outgoing& p) {
     p.f.deth.qkey = (w.ud.remote_qkey & kControlledQkeyBit) != 0 ? qp_.attr_.qkey : w.ud.remote_qkey;
     p.f.deth.src_qpn = qp_.qpn_;
     wire::UdpFlow flow;
-    flow.src = qp_.local_ip_;
+    flow.src = qp_.source_ip(ah.sgid_index);
     flow.dst = ip_from_gid(ah.dgid);
     flow.src_port = ah.udp_sport != 0 ? ah.udp_sport : wire::roce_src_port(qp_.qpn_);
     ok = qp_.transmit_to(p.f, p.payload, flow, ah.traffic_class, ah.hop_limit);

@@ -41,11 +41,36 @@ int DeviceCore::do_work(std::int64_t now_ns, std::int64_t* deadline) {
 
 void DeviceCore::inject_faults(const FaultPlan& plan) {
   if (!faults) {
-    faults = std::make_unique<FaultNet>(*net);
+    faults = std::make_unique<FaultNet>(paths ? static_cast<PacketIo&>(*paths) : *net);
     io = faults.get();
   }
   faults->set_plan(plan);
 }
+
+namespace {
+
+// The second address's sockets (path_nets.h), or null when none is asked for.
+Result<std::unique_ptr<UdpNet>> open_alternate(const SoftDeviceOptions& options, const InterfaceInfo& primary) {
+  if (options.alternate_address.empty()) return std::unique_ptr<UdpNet>();
+  if (options.net.receive_mode == ReceiveMode::kAfPacket) {
+    return Error{EINVAL, "soft device: an alternate address needs receive mode plain-udp (af-packet reads one interface)"};
+  }
+  Result<InterfaceInfo> alt = find_interface(options.alternate_address);
+  if (!alt) return Error{alt.error().code, "soft device alternate address: " + alt.error().message};
+  if (alt->address == primary.address) {
+    return Error{EINVAL, "soft device: the alternate address " + ip_to_string(alt->address) +
+                             " is the device's own address"};
+  }
+  NetConfig config = options.net;
+  config.address = alt->address;
+  config.interface_name = alt->name;
+  config.probe_ipv4_id = false;  // the primary's probe speaks for the host's kernel
+  Result<std::unique_ptr<UdpNet>> net = UdpNet::open(config);
+  if (!net) return Error{net.error().code, "soft device alternate address: " + net.error().message};
+  return std::move(*net);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SoftDevice>> open_soft_device(const SoftDeviceOptions& options) {
   Result<InterfaceInfo> iface = find_interface(options.address_or_name);
@@ -55,10 +80,13 @@ Result<std::unique_ptr<SoftDevice>> open_soft_device(const SoftDeviceOptions& op
   net_config.interface_name = iface->name;
   Result<std::unique_ptr<UdpNet>> net = UdpNet::open(net_config);
   if (!net) return net.error();
+  Result<std::unique_ptr<UdpNet>> alt_net = open_alternate(options, *iface);
+  if (!alt_net) return alt_net.error();
   std::uint32_t first_qpn = 0;
   if (!getrandom_fill(&first_qpn, sizeof first_qpn)) first_qpn = 0x11;
   std::string name = options.name.empty() ? "qpgate_soft_" + ip_to_string(iface->address) : options.name;
-  auto core = std::make_shared<DeviceCore>(*iface, std::move(name), std::move(*net), options.icrc_policy,
+  auto core = std::make_shared<DeviceCore>(*iface, std::move(name), std::move(*net), std::move(*alt_net),
+                                           options.icrc_policy,
                                            first_qpn & kQpnMask);
   return std::unique_ptr<SoftDevice>(new SoftDevice(std::move(core)));
 }
@@ -109,7 +137,7 @@ Result<PortAttr> SoftDevice::query_port(std::uint8_t port_num) const {
   p.state = interface_up(core_->iface.name) ? PortState::ACTIVE : PortState::DOWN;
   p.max_mtu = Mtu::MTU_4096;
   p.active_mtu = core_->active_mtu;
-  p.gid_tbl_len = limits::kGidTableLen;
+  p.gid_tbl_len = static_cast<std::uint32_t>(core_->gid_addresses.size());
   p.max_msg_sz = kMaxMsgSize;
   const IngressCounters& c = core_->ingress.counters();
   p.bad_pkey_cntr = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.bad_pkey.get(), 0xffff));
@@ -122,7 +150,9 @@ Result<std::vector<Gid>> SoftDevice::query_gid_table(std::uint8_t port_num) cons
   if (port_num != 1) {
     return Error{EINVAL, "query_gid_table: port " + std::to_string(port_num) + " does not exist (the soft device has port 1)"};
   }
-  return std::vector<Gid>{core_->gid};
+  std::vector<Gid> gids;
+  for (const wire::IpAddress& a : core_->gid_addresses) gids.push_back(DeviceCore::gid_of(a));
+  return gids;
 }
 
 std::optional<AsyncEvent> SoftDevice::get_async_event() { return core_->events.pop(); }
@@ -131,7 +161,7 @@ int SoftDevice::do_work(std::int64_t now_ns, std::int64_t* next_deadline_ns) {
   return core_->do_work(now_ns, next_deadline_ns);
 }
 
-std::vector<int> SoftDevice::receive_fds() const { return core_->net->receive_fds(); }
+std::vector<int> SoftDevice::receive_fds() const { return core_->receive_fds(); }
 void SoftDevice::inject_faults(const FaultPlan& plan) { core_->inject_faults(plan); }
 
 const FaultCounters& SoftDevice::fault_counters() const {

@@ -23,7 +23,8 @@
 // calls it; tests may call it directly without an engine.
 //
 // Addressing: GID index 0 is the IPv4-mapped GID ::ffff:a.b.c.d of the
-// device's address (a RoCEv2 v4 GID); the table has that one entry. QPNs
+// device's address (a RoCEv2 v4 GID); index 1, when the device has an
+// alternate address, that address's (path_nets.h). QPNs
 // start at a random value and count up, never 0, 1 or 0xFFFFFF, never one
 // in use. The port's active MTU is the largest IB MTU the interface MTU
 // carries (mtu_for_ip_mtu: 1500 → 1024, lo's 65536 → 4096).
@@ -58,6 +59,10 @@ struct SoftDeviceOptions {
   std::string name;  // the device name; default "qpgate_soft_<address>"
   IcrcPolicy icrc_policy = IcrcPolicy::DROP_UNVERIFIED;
   NetConfig net;     // address is filled in by open_soft_device
+  // A second IPv4 address (or interface name) of this host: GID index 1, the
+  // source of the RC paths whose sgid_index is 1 (IBV_QP_ALT_PATH's
+  // alternate path, path_nets.h). Empty: the device has one address.
+  std::string alternate_address;
 };
 
 // Where an address lives: found through getifaddrs.

@@ -8,7 +8,7 @@ namespace qpgate::verbs::soft {
 SoftDeviceDriver::~SoftDeviceDriver() {
   for (DeviceCore* core : cores_) {
     core->driver = nullptr;
-    core->net->set_fd_observer(nullptr);
+    core->set_fd_observer(nullptr);
   }
 }
 
@@ -16,7 +16,7 @@ void SoftDeviceDriver::set_registry(PollRegistry* registry) {
   registry_ = registry;
   if (registry_ == nullptr) return;
   for (DeviceCore* core : cores_) {
-    for (int fd : core->net->receive_fds()) registry_->add_fd(fd);
+    for (int fd : core->receive_fds()) registry_->add_fd(fd);
   }
 }
 
@@ -26,10 +26,10 @@ Status SoftDeviceDriver::attach(SoftDevice& device) {
     return Error{EBUSY, "soft device " + core->name + " is already driven by an engine"};
   }
   core->driver = this;
-  core->net->set_fd_observer(this);
+  core->set_fd_observer(this);
   cores_.push_back(core);
   if (registry_ != nullptr) {
-    for (int fd : core->net->receive_fds()) registry_->add_fd(fd);
+    for (int fd : core->receive_fds()) registry_->add_fd(fd);
   }
   return {};
 }
@@ -38,9 +38,9 @@ void SoftDeviceDriver::detach(DeviceCore* core) {
   auto it = std::find(cores_.begin(), cores_.end(), core);
   if (it == cores_.end()) return;
   if (registry_ != nullptr) {
-    for (int fd : core->net->receive_fds()) registry_->remove_fd(fd);
+    for (int fd : core->receive_fds()) registry_->remove_fd(fd);
   }
-  core->net->set_fd_observer(nullptr);
+  core->set_fd_observer(nullptr);
   core->driver = nullptr;
   cores_.erase(it);
 }

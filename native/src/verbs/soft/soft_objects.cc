@@ -135,9 +135,9 @@ class SoftPd final : public ProtectionDomain {
     if (attr.port_num != 1) {
       return Error{EINVAL, "create_ah: port_num " + std::to_string(attr.port_num) + " does not exist (the soft device has port 1)"};
     }
-    if (attr.sgid_index >= limits::kGidTableLen) {
+    if (attr.sgid_index >= core.gid_addresses.size()) {
       return Error{EINVAL, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
-                               " is outside the GID table (length " + std::to_string(limits::kGidTableLen) + ")"};
+                               " is outside the GID table (length " + std::to_string(core.gid_addresses.size()) + ")"};
     }
     if (!attr.dgid.is_ipv4_mapped() || attr.dgid.to_ipv4().value_or(0) == 0) {
       return Error{EAFNOSUPPORT, "create_ah: dgid " + attr.dgid.to_string() +
@@ -181,7 +181,7 @@ class SoftPd final : public ProtectionDomain {
     if (!qpn) return qpn.error();
     ModifyLimits modify_limits = SoftQpContext::default_limits();
     modify_limits.max_mtu = core.active_mtu;
-    modify_limits.gid_tbl_len = limits::kGidTableLen;
+    modify_limits.gid_tbl_len = static_cast<std::uint32_t>(core.gid_addresses.size());
     SoftQpContext ctx{
         .tx = core.tx,
         .mrs = core.mrs,
@@ -190,6 +190,7 @@ class SoftPd final : public ProtectionDomain {
         .membership = *core.net,
         .local_ip = core.iface.address,
         .local_gid = core.gid,
+        .gid_addresses = core.gid_addresses,
         .pd = state_->handle,
         .send_cq = scq->cq().get(),
         .recv_cq = rcq->cq().get(),

@@ -75,6 +75,7 @@ SoftQp::SoftQp(const SoftQpContext& ctx)
       rq_(ctx.srq != nullptr ? 0 : ctx.init.cap.max_recv_wr, ctx.init.cap.max_recv_sge,
           "RQ of QP " + std::to_string(ctx.qpn)),
       tx_buf_(kTxBufBytes),
+      gid_addresses_(ctx.gid_addresses.empty() ? std::vector<wire::IpAddress>{ctx.local_ip} : ctx.gid_addresses),
       req_(std::make_unique<Requester>(*this)),
       resp_(std::make_unique<Responder>(*this)),
       comp_(std::make_unique<Completer>(*this)) {
@@ -95,8 +96,12 @@ SoftQp::~SoftQp() {
 Status SoftQp::modify(const QpAttr& attr, QpAttrMaskFlags mask) {
   const QpState from = attr_.qp_state;
   if (Status s = check_modify_qp(type_, from, attr, mask, limits_); !s.ok()) return s;
+  if (Status s = check_mig_request(attr, mask); !s.ok()) return s;
   const QpState to = target_state(from, attr, mask);
+  const QpAttr before = attr_;
   apply_modify_qp(attr_, attr, mask);
+  attr_.path_mig_state = before.path_mig_state;  // moved by apply_mig_request, not copied
+  apply_mig_request(attr, mask);
   attr_.cap = init_.cap;
   if (mask.has(QpAttrMask::RETRY_CNT) || mask.has(QpAttrMask::RNR_RETRY)) comp_->reload_retry();
 
@@ -109,6 +114,10 @@ Status SoftQp::modify(const QpAttr& attr, QpAttrMaskFlags mask) {
     resp_->reset();
     comp_->reset();
     sq_drained_pending_ = false;
+    attr_.path_mig_state = MigState::MIGRATED;
+    alt_loaded_ = false;
+    failed_over_ = false;
+    mig_req_ = false;
     return {};
   }
   if (to == QpState::ERR) {
@@ -229,8 +238,10 @@ void SoftQp::on_packet(const wire::Packet& pkt, const RxMeta& meta) {
       counters_.drops_bad_state.inc();
       return;
     }
+    if (arrived_on_alternate(pkt, meta)) migrate(false);
     comp_->on_response(pkt, now_ns_);
   } else if (pkt.op->is(wire::kOpRequest)) {
+    if (arrived_on_alternate(pkt, meta)) migrate(false);
     resp_->on_request(pkt, meta);
   } else {
     counters_.drops_bad_state.inc();  // a CNP: congestion control is not implemented
@@ -264,13 +275,22 @@ bool SoftQp::has_work() const { return req_->has_work() || resp_->has_pending();
 wire::UdpFlow SoftQp::connected_flow() const {
   const AhAttr& ah = attr_.ah_attr;
   wire::UdpFlow f;
-  f.src = local_ip_;
+  f.src = source_ip(ah.sgid_index);
   f.dst = ip_from_gid(ah.dgid);
   f.src_port = ah.udp_sport != 0 ? ah.udp_sport : wire::roce_src_port_connected(ah.flow_label, qpn_, attr_.dest_qp_num);
   return f;
 }
 
+const wire::IpAddress& SoftQp::source_ip(std::uint8_t sgid_index) const {
+  return sgid_index < gid_addresses_.size() ? gid_addresses_[sgid_index] : local_ip_;
+}
+
 bool SoftQp::transmit(const wire::PacketFields& f, std::span<const std::uint8_t> payload) {
+  if (mig_req_ != f.bth.mig_req) {
+    wire::PacketFields g = f;
+    g.bth.mig_req = mig_req_;
+    return transmit_to(g, payload, connected_flow(), attr_.ah_attr.traffic_class, attr_.ah_attr.hop_limit);
+  }
   return transmit_to(f, payload, connected_flow(), attr_.ah_attr.traffic_class, attr_.ah_attr.hop_limit);
 }
 

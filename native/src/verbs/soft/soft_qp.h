@@ -64,8 +64,9 @@ struct SoftQpContext {
   AsyncEventQueue& events;
   McastTable& mcast;
   MulticastMembership& membership;
-  wire::IpAddress local_ip;        // the device's address: source of every packet
+  wire::IpAddress local_ip;        // the device's address (GID index 0)
   Gid local_gid;                   // the same as a GID (::ffff:a.b.c.d for IPv4)
+  std::vector<wire::IpAddress> gid_addresses;  // the GID table as addresses: a path's source is [sgid_index]
   std::uint32_t pd = 0;            // the QP's PD handle (MrTable checks use it)
   SoftCompletionQueue* send_cq = nullptr;
   SoftCompletionQueue* recv_cq = nullptr;
@@ -82,8 +83,7 @@ struct SoftQpContext {
 class SoftQp final : public QueuePair {
  public:
   // The attributes soft does not implement: EOPNOTSUPP from modify().
-  static constexpr QpAttrMaskFlags kUnsupportedAttrs =
-      QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE | QpAttrMask::RATE_LIMIT;
+  static constexpr QpAttrMaskFlags kUnsupportedAttrs = QpAttrMaskFlags(QpAttrMask::RATE_LIMIT);
 
   // EINVAL naming the problem: caps beyond the device, a UD/UC/RC mismatch, missing CQs.
   static Status check_init(const SoftQpContext& ctx);
@@ -121,6 +121,9 @@ class SoftQp final : public QueuePair {
   bool has_srq() const { return srq_ != nullptr; }
   // RC/UC from RTR on: the connected peer (from the AV) and its QPN.
   std::optional<wire::IpAddress> peer_address() const;
+  // Whether a packet from `source` is this connected QP's peer: the primary
+  // path's, or while ARMED the alternate path's (soft_apm.cc).
+  bool accepts_peer(const wire::IpAddress& source) const;
   std::uint32_t dest_qp_num() const { return attr_.dest_qp_num; }
   // The stored attributes (what query() reports).
   const QpAttr& attr() const { return attr_; }
@@ -140,6 +143,16 @@ class SoftQp final : public QueuePair {
   bool transmit_to(const wire::PacketFields& f, std::span<const std::uint8_t> payload, const wire::UdpFlow& flow,
                    std::uint8_t traffic_class, std::uint8_t hop_limit);
   wire::UdpFlow connected_flow() const;
+  // The local address a path with this sgid_index leaves from.
+  const wire::IpAddress& source_ip(std::uint8_t sgid_index) const;
+  // Automatic path migration (soft_apm.cc).
+  Status check_mig_request(const QpAttr& attr, QpAttrMaskFlags mask) const;
+  void apply_mig_request(const QpAttr& attr, QpAttrMaskFlags mask);
+  void migrate(bool on_failure);
+  bool arrived_on_alternate(const wire::Packet& pkt, const RxMeta& meta) const;
+  // The requester's retries ran out: true when the QP moved to its
+  // alternate path (go on there); false when it must fail.
+  bool fail_over();
   // Pushes a completion; on CQ overflow: QP_FATAL, counted, the QP to ERR.
   bool complete_send(const Wc& wc);
   bool complete_recv(const Wc& wc);
@@ -176,6 +189,12 @@ class SoftQp final : public QueuePair {
   QpCounters counters_;
   std::vector<std::uint8_t> tx_buf_;
   std::vector<Gid> attached_;
+  std::vector<wire::IpAddress> gid_addresses_;
+  bool alt_loaded_ = false;   // an IBV_QP_ALT_PATH not yet used by a migration
+  bool failed_over_ = false;
+  // The BTH MigReq bit of every packet (soft_apm.cc): 1 from a migration
+  // until the QP is armed again; 0 otherwise, as rxe always sends.
+  bool mig_req_ = false;  // the current path is where a failure moved the QP (PATH_MIG_ERR if it fails too)
   bool in_error_flush_ = false;
   bool sq_drained_pending_ = false;  // RTS→SQD asked for SQ_DRAINED
   std::int64_t now_ns_ = 0;          // the latest time seen (do_work / on_packet)

@@ -299,6 +299,7 @@ function qpMetrics(registry: Registry, state: GatewayState): void {
     inc({ kind: 'retry' }, q.retryExceeded);
     inc({ kind: 'rnr' }, q.rnrRetryExceeded);
   });
+  qpCounter('qpgate_qp_path_migrations_total', 'Moves to the alternate path (automatic path migration, IBV_EVENT_PATH_MIG).', [], (q, inc) => inc({}, q.pathMigrations));
   qpCounter('qpgate_qp_naks_received_total', 'NAKs received, by code (psn_seq_err, inv_req, rem_access, rem_op, other).', ['code'], (q, inc) => {
     for (const code of NAK_CODES) inc({ code }, q.naksReceived[code]);
   });
