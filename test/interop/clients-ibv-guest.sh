@@ -36,15 +36,18 @@ printf 'sell 1001 10000 5 id=1\nbuy 1001 10000 3 id=2 account=2\ncancel 1 1001 i
 client order --http-timeout 60000 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
 order_status=$?
 mark order
-# The QP-fatal path. A bystander order session rests an order and lingers;
-# a risk session then does a FETCH_AND_ADD on its account's local-owned page,
-# which it may only READ: rxe_a answers a remote access error and puts the
-# gateway's QP in ERR. That session alone ends, /v1/sessions and `qpgate
-# sessions` say what ended it, the bystander stays connected.
-printf 'buy 1001 9000 1 id=20 account=2\n' >"$work/bystander.txt"
-client order --http-timeout 60000 --name ibv-bystander --account 2 --linger 30000 --file "$work/bystander.txt" --json >"$work/bystander.out" 2>"$work/bystander.err" &
+# The QP-fatal path. A bystander order session (its requests from a fifo)
+# rests an order; a risk session then does a FETCH_AND_ADD on its account's
+# local-owned page, which it may only READ: rxe_a answers a remote access
+# error and puts the gateway's QP in ERR. That session alone ends, /v1/sessions
+# and `qpgate sessions` say what ended it, and the bystander, still connected,
+# cancels its order afterwards.
+mkfifo "$work/bystander.fifo"
+client order --http-timeout 60000 --name ibv-bystander --account 2 --linger 2000 --file "$work/bystander.fifo" --json >"$work/bystander.out" 2>"$work/bystander.err" &
 bystander=$!
-for _ in $(seq 120); do grep -q '"kind":"ack"' "$work/bystander.out" 2>/dev/null && break; sleep 0.5; done
+exec 7<>"$work/bystander.fifo"  # read-write: opening does not wait for the client (one that fails never opens it)
+echo 'buy 1001 9000 1 id=20 account=2' >&7
+for _ in $(seq 240); do grep -q '"kind":"ack"' "$work/bystander.out" 2>/dev/null && break; sleep 0.5; done
 timeout 300 node --input-type=module -e '
   const [root, url, token, dev] = process.argv.slice(1);
   const { RiskClient, RdmaError } = await import(root + "/dist/src/orders/risk-client.js");
@@ -60,6 +63,8 @@ timeout 300 node --input-type=module -e '
 ' "$root" "$url" "$token" "$cl_dev" >"$work/fatal.out" 2>"$work/fatal.err"
 timeout 120 node "$root/bin/qpgate.js" sessions --url "$url" --token "$token" >"$work/sessions.txt" 2>&1
 curl -s --max-time 60 -H "authorization: Bearer $token" "$url/v1/sessions" >"$work/sessions.json"
+echo 'cancel 20 1001 id=21' >&7
+exec 7>&-
 wait $bystander
 bystander_status=$?
 mark qp-fatal

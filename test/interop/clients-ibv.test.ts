@@ -73,7 +73,7 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   // The QP-fatal path: an atomic on a READ-only page is a remote access error
   // on rxe; the gateway's QP went to ERR and that session ended, saying why
   // (its receives were flushed: rxe raises no async event for it), while the
-  // bystander order session stayed connected and ended cleanly.
+  // bystander order session stayed connected and cancelled its order after it.
   assert.ok(r.fatal !== null, `${r.fatalErr}${where}`);
   assert.deepEqual(r.fatal.access, ['REMOTE_READ']);
   assert.equal(r.fatal.status, 'IBV_WC_REM_ACCESS_ERR', r.fatalErr);
@@ -83,7 +83,9 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   assert.deepEqual([bystander?.['connected'], bystander?.['state'], bystander?.['endedBy']], [true, 'RTS', null], JSON.stringify(r.sessions));
   assert.match(r.sessionsTable, new RegExp(`^\\s*${String(fatal['id'])}\\s+risk\\s+ibv-fatal\\s+ERR\\s+.*\\sIBV_WC_WR_FLUSH_ERR$`, 'm'), r.sessionsTable);
   assert.equal(r.status.bystander, 0, `${r.bystander.join('\n')}\n${r.bystanderErr}${where}`);
-  assert.ok(r.bystander.some((l) => (JSON.parse(l) as Answer).kind === 'ack'), r.bystander.join('\n'));
+  const after = r.bystander.map((l) => JSON.parse(l) as Answer);
+  assert.ok(after.some((a) => a.kind === 'ack' && a.clientOrderId === '20'), r.bystander.join('\n'));
+  assert.ok(after.some((a) => a.kind === 'cancelAck' && a.origClientOrderId === '20'), `the bystander cancels after the fatal session ended: ${r.bystander.join('\n')}`);
 
   // The risk session's CMP_SWAP set the kill switch; the next order of account 1 is rejected for it.
   assert.equal(r.status.risk, 0, `${r.risk.join('\n')}${where}`);
