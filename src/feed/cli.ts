@@ -13,8 +13,10 @@ import { basename, dirname, resolve } from 'node:path';
 
 import {
   addClientDeviceOptions,
+  ClientDeviceError,
   ClientError,
   clientDevice,
+  clientDeviceFailure,
   clientDeviceName,
   controlPlaneCommand,
   DEFAULT_URL,
@@ -137,7 +139,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
         : {}),
     });
   } catch (err) {
-    throw new ClientError(`cannot subscribe on ${clientDeviceName(flags)}: ${(err as Error).message}`);
+    throw clientDeviceFailure(err) ?? new ClientError(`cannot subscribe on ${clientDeviceName(flags)}: ${(err as Error).message}`);
   }
 }
 
@@ -192,7 +194,7 @@ export function addFeedCommands(program: Command, setExitCode: (code: number) =>
   const fail = (name: string, err: unknown) => {
     if (!(err instanceof ClientError)) throw err;
     process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-    setExitCode(1);
+    setExitCode(err instanceof ClientDeviceError ? 2 : 1);
   };
 
   feedCommand(program, 'subscribe', 'print a running gateway\'s ticks live (like a feed handler\'s tcpdump), or with --stats rates, gaps and latency')

@@ -2,7 +2,7 @@
 // device given by the caller reaches them.
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { Engine } from '../native/engine.js';
-import { Device, kNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr } from '../native/verbs.js';
+import { Device, kNativeDevice, openNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr } from '../native/verbs.js';
 
 export interface NativePublisherStats {
   session: number;
@@ -184,7 +184,7 @@ const natives = new WeakMap<object, NativeDevice>();
  * handle the feed can use. Returns the usual verbs Device.
  */
 export function openFeedDevice(engine: Engine, options: OpenDeviceOptions | OpenIbvDeviceOptions): Device {
-  const native = nativeVerbs().openDevice(engine.native, { ...options });
+  const native = openNativeDevice(engine.native, options);
   const device = new Device(native as ConstructorParameters<typeof Device>[0]);
   natives.set(device, native);
   return device;

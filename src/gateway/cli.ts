@@ -12,7 +12,7 @@ import { TlsConfigError } from './control/tls.js';
 import { SecurityConfigError } from './security/xfrm-keys.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { addClientDeviceOptions, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
+import { addClientDeviceOptions, ClientDeviceError, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -139,7 +139,7 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
     } catch (err) {
       if (!(err instanceof ClientError)) throw err;
       process.stderr.write(`qpgate ${name}: ${err.message}\n`);
-      setExit(EXIT_FAILED);
+      setExit(err instanceof ClientDeviceError ? EXIT_CONFIG : EXIT_FAILED);
     }
   };
   const print = (line: string) => void process.stdout.write(`${line}\n`);

@@ -1,10 +1,11 @@
 // `qpgate status` and `qpgate qps`: read the control plane and print what
 // ibstat / ibv_devinfo and `rdma res show qp` print, as aligned tables.
 import { Option, type Command } from 'commander';
-import type { OpenDeviceOptions, OpenIbvDeviceOptions } from '../native/verbs.js';
+import { IbvOpenError, type OpenDeviceOptions, type OpenIbvDeviceOptions } from '../native/verbs.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
+import { ibvFix } from './device/device.js';
 import { table } from './table.js';
 import { formatNs } from './units.js';
 import type { TlsReport } from './control/tls.js';
@@ -32,29 +33,42 @@ export interface ClientDeviceFlags {
   backend: 'soft' | 'ibv';
   device?: string;
   gidIndex?: string;
+  ibPort?: string;
   address: string;
   receiveMode?: 'plain-udp' | 'af-packet';
 }
 
-/** --backend, --device and --gid-index: what a client opens, as backend.kind, backend.device and backend.gidIndex say for the gateway. */
+/**
+ * --backend, --device, --ib-port and --gid-index: what a client opens, as
+ * backend.kind, backend.device, backend.port and backend.gidIndex say for the
+ * gateway. --ib-port, as ibv_rc_pingpong's: pingpong's --port is its TCP port.
+ */
 export function addClientDeviceOptions(command: Command): Command {
   return command
     .addOption(new Option('--backend <kind>', "our device: 'soft' (RoCEv2 in user space on --address) or 'ibv' (libibverbs: --device)").choices(['soft', 'ibv']).default('soft'))
     .option('--device <name>', "ibv: the RDMA device ('rxe0', 'mlx5_0'; ibv_devices lists them)")
+    .option('--ib-port <n>', 'ibv: the port of the device (default 1; ibv_devinfo lists them)')
     .option('--gid-index <n>', "ibv: the source GID entry (default: the RoCE v2 IPv4-mapped GID of the port's interface)");
 }
 
 /** openDevice's options for the flags of addClientDeviceOptions; a ClientError names what is missing. */
 export function clientDevice(flags: ClientDeviceFlags): OpenDeviceOptions | OpenIbvDeviceOptions {
   if (flags.backend !== 'ibv') {
-    if (flags.device !== undefined || flags.gidIndex !== undefined) throw new ClientError('--device and --gid-index are for --backend ibv (the soft device is on --address)');
+    if (flags.device !== undefined || flags.gidIndex !== undefined || flags.ibPort !== undefined) {
+      throw new ClientError('--device, --ib-port and --gid-index are for --backend ibv (the soft device is on --address)');
+    }
     return { address: flags.address, receiveMode: flags.receiveMode };
   }
   if (flags.device === undefined) throw new ClientError('--backend ibv needs --device, the RDMA device (ibv_devices lists them)');
-  if (flags.gidIndex === undefined) return { kind: 'ibv', name: flags.device };
-  const gidIndex = Number(flags.gidIndex);
-  if (!/^[0-9]+$/.test(flags.gidIndex) || gidIndex > 255) throw new ClientError(`--gid-index must be a GID table entry (0..255), got ${JSON.stringify(flags.gidIndex)}`);
-  return { kind: 'ibv', name: flags.device, gidIndex };
+  const port = flags.ibPort === undefined ? undefined : Number(flags.ibPort);
+  if (port !== undefined && (!/^[0-9]+$/.test(flags.ibPort!) || port < 1 || port > 255)) {
+    throw new ClientError(`--ib-port must be a port number of the device (1..255), got ${JSON.stringify(flags.ibPort)}`);
+  }
+  const gidIndex = flags.gidIndex === undefined ? undefined : Number(flags.gidIndex);
+  if (gidIndex !== undefined && (!/^[0-9]+$/.test(flags.gidIndex!) || gidIndex > 255)) {
+    throw new ClientError(`--gid-index must be a GID table entry (0..255), got ${JSON.stringify(flags.gidIndex)}`);
+  }
+  return { kind: 'ibv', name: flags.device, ...(port !== undefined ? { port } : {}), ...(gidIndex !== undefined ? { gidIndex } : {}) };
 }
 
 /** Where the client's device is, for its error messages. */
@@ -75,6 +89,18 @@ export function controlPlaneCommand(program: Command, name: string, description:
 }
 
 export class ClientError extends Error {}
+
+/** A client's ibv device that would not open: exit 2, one line naming the device, the port and the fix. */
+export class ClientDeviceError extends ClientError {}
+
+/** The ClientDeviceError for `err` if it is an ibv device's failure to open (IbvOpenError, maybe as a cause), else undefined. */
+export function clientDeviceFailure(err: unknown): ClientDeviceError | undefined {
+  let e: unknown = err;
+  while (e instanceof Error && !(e instanceof IbvOpenError)) e = e.cause;
+  if (!(e instanceof IbvOpenError)) return undefined;
+  const fix = ibvFix(e.code, e.message, { device: '--device', port: '--ib-port', gidIndex: '--gid-index' });
+  return new ClientDeviceError(`cannot open the ibv device ${e.device} port ${e.port}: ${e.message} (${fix})`);
+}
 
 export interface ClientOptions {
   url?: string;

@@ -508,7 +508,32 @@ function nativeEngineOf(engine: EngineLike): NativeEngine {
  * interface has the address; ENODEV for an unknown interface.
  */
 export function openDevice(engine: EngineLike, options: OpenDeviceOptions | OpenIbvDeviceOptions): Device {
-  return new Device(nativeVerbs().openDevice(nativeEngineOf(engine), { ...options }));
+  return new Device(openNativeDevice(nativeEngineOf(engine), options));
+}
+
+/** An ibv device that would not open: its name and port with the reason (code: ENETDOWN for a port not ACTIVE, ENODEV, EINVAL...). */
+export class IbvOpenError extends Error {
+  override readonly name = 'IbvOpenError';
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly device: string,
+    readonly port: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** @internal The addon's openDevice; an ibv device's failure as an IbvOpenError. */
+export function openNativeDevice(engine: NativeEngine, options: OpenDeviceOptions | OpenIbvDeviceOptions): NativeDevice {
+  try {
+    return nativeVerbs().openDevice(engine, { ...options });
+  } catch (err) {
+    if (!('kind' in options) || options.kind !== 'ibv') throw err;
+    const e = err as Error & { code?: string };
+    throw new IbvOpenError(e.message, e.code, options.name, options.port ?? 1, { cause: err });
+  }
 }
 
 /**

@@ -12,7 +12,7 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, clientDevice, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../gateway/control-client.js';
+import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../gateway/control-client.js';
 import { table } from '../gateway/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -132,7 +132,7 @@ export async function orderCommand(
     takeover: true,
     timeoutMs: httpTimeout(opts),
   }).catch((err: unknown) => {
-    throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
+    throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
   });
   // Client order ids must never repeat in a session (the gateway answers a repeat with its first answer):
   // by default they start at the current time in µs, so later runs start above earlier ones.
@@ -184,7 +184,7 @@ export async function riskCommand(
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
   const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
     (err: unknown) => {
-      throw new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
+      throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },
   );
   try {
@@ -244,6 +244,7 @@ interface SessionRow {
   token: string | null;
   accounts: string[];
   lastAppSeq?: string;
+  endedBy?: string | null;
   connected: boolean;
 }
 
@@ -258,8 +259,8 @@ export async function sessionsCommand(opts: ClientOptions & { json?: boolean; cl
   if (opts.json) return JSON.stringify(r.sessions, null, 2);
   if (r.sessions.length === 0) return 'no sessions';
   return table(
-    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ'],
-    r.sessions.map((s) => [s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-']),
+    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ', 'ENDED-BY'],
+    r.sessions.map((s) => [s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-', s.endedBy ?? '-']),
   );
 }
 

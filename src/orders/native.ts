@@ -51,6 +51,8 @@ export interface NativeOrderSessionInfo {
   /** Its receives are held (more than backPressureMessages queued that it does not take). */
   backPressured: boolean;
   disconnected: boolean;
+  /** What ended the session once disconnected (a work-completion status, an async event, the gateway's reason); null while connected. */
+  endedBy: string | null;
   [k: string]: unknown;
 }
 
@@ -117,6 +119,8 @@ export interface NativeOrderService {
   /** Throws (code 'EEXIST') when the session id has a live QP. */
   openSession(options: NativeOpenSession): NativeSessionAnswer;
   closeSession(session: number): boolean;
+  /** An async event on a session's QP (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) loses that session; true if it did. */
+  onAsyncEvent(event: { type: string; elementId: number }): boolean;
   sessions(): NativeOrderSessionInfo[];
   stats(): NativeOrderStats;
   /** HdrHistogram counters (ns), the layout of LatencyCounts. */

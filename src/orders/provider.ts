@@ -56,6 +56,12 @@ export class OrderSessionProvider implements SessionProvider {
     return this.#service.closeSession(id);
   }
 
+  /** The QP went fatal (an async event): the session is lost, listed with the event as its endedBy until closed or reopened. */
+  end(id: number, event: string): boolean {
+    const s = this.#service.sessions().find((x) => x.session === id);
+    return s !== undefined && this.#service.onAsyncEvent({ type: event, elementId: s.qpn });
+  }
+
   /** The risk pages' words: name, offset within the page, meaning. */
   layout(): unknown {
     return this.#service.riskLayout();
@@ -76,6 +82,7 @@ export class OrderSessionProvider implements SessionProvider {
         sent: s.sent,
         rnrHeld: s.rnrHeld,
         disconnected: s.disconnected,
+        endedBy: s.endedBy,
       };
     });
   }

@@ -94,6 +94,11 @@ export class OrderService {
     return this.#native?.closeSession(session) ?? false;
   }
 
+  /** The QP of a session went fatal: lose it (cancel-on-disconnect), its endedBy the event's name. */
+  onAsyncEvent(event: { type: string; elementId: number }): boolean {
+    return this.#native?.onAsyncEvent(event) ?? false;
+  }
+
   sessions(): NativeOrderSessionInfo[] {
     return this.#native?.sessions() ?? [];
   }

@@ -3,7 +3,7 @@
 // script written for the C tools runs against qpgate by changing the name.
 import { Option, type Command } from 'commander';
 
-import { addClientDeviceOptions, ClientError, clientDevice, type ClientDeviceFlags } from '../gateway/control-client.js';
+import { addClientDeviceOptions, ClientError, clientDevice, clientDeviceFailure, type ClientDeviceFlags } from '../gateway/control-client.js';
 import type { OpenIbvDeviceOptions, PathMtu } from '../native/verbs.js';
 import { DEFAULT_PORT } from './exchange.js';
 import { runPingpong } from './pingpong.js';
@@ -70,8 +70,9 @@ export function addPingpongCommand(program: Command, setExitCode: (code: number)
         if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
         if (result.checked === false) setExitCode(1);
       } catch (err) {
-        process.stderr.write(`qpgate pingpong: ${(err as Error).message}\n`);
-        setExitCode(1);
+        const device = clientDeviceFailure(err);
+        process.stderr.write(`qpgate pingpong: ${(device ?? (err as Error)).message}\n`);
+        setExitCode(device !== undefined ? 2 : 1);
       }
     });
 }

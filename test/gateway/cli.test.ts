@@ -40,11 +40,13 @@ test('usage errors exit 64 (EX_USAGE): an unknown command, an unknown option, a 
   assert.equal(run(['--help']).status, 0);
 });
 
-test("a client's --backend, --device and --gid-index: what is missing or misplaced is named, nothing is opened", { timeout: 900_000 }, () => {
+test("a client's --backend, --device, --ib-port and --gid-index: what is missing or misplaced is named, nothing is opened", { timeout: 900_000 }, () => {
   const url = ['--url', 'http://127.0.0.1:9', '--token', 't'];  // nothing listens: the flags fail first
   const cases: Array<[string[], RegExp]> = [
     [['order', ...url, '--name', 'n', '--account', '1', '--backend', 'ibv'], /^qpgate order: --backend ibv needs --device, the RDMA device \(ibv_devices lists them\)$/m],
-    [['risk', ...url, '--name', 'n', '--account', '1', '--device', 'rxe0'], /^qpgate risk: --device and --gid-index are for --backend ibv \(the soft device is on --address\)$/m],
+    [['risk', ...url, '--name', 'n', '--account', '1', '--device', 'rxe0'], /^qpgate risk: --device, --ib-port and --gid-index are for --backend ibv \(the soft device is on --address\)$/m],
+    [['subscribe', ...url, '--ib-port', '1'], /^qpgate subscribe: --device, --ib-port and --gid-index are for --backend ibv/m],
+    [['order', ...url, '--name', 'n', '--account', '1', '--backend', 'ibv', '--device', 'rxe0', '--ib-port', '0'], /^qpgate order: --ib-port must be a port number of the device \(1\.\.255\), got "0"$/m],
     [['subscribe', ...url, '--backend', 'ibv', '--device', 'rxe0', '--gid-index', '300'], /^qpgate subscribe: --gid-index must be a GID table entry \(0\.\.255\), got "300"$/m],
     [['pingpong', '--backend', 'ibv'], /^qpgate pingpong: --backend ibv needs --device/m],
     [['pingpong', '--backend', 'ibv', '--device', 'rxe0', '-a', '127.0.0.2'], /^qpgate pingpong: --address is for --backend soft/m],
@@ -56,6 +58,20 @@ test("a client's --backend, --device and --gid-index: what is missing or misplac
     assert.match(r.stderr, message, args.join(' '));
   }
   assert.equal(run(['order', ...url, '--name', 'n', '--backend', 'rdma'], {}, 120_000).status, 64, '--backend takes soft or ibv');
+});
+
+test("a client's ibv device that cannot be opened exits 2 with one line naming the device, the port and the fix", { timeout: 300_000 }, () => {
+  const url = ['--url', 'http://127.0.0.1:9', '--token', 't'];  // the device is opened before the handshake
+  for (const args of [
+    ['order', ...url, '--name', 'n', '--account', '1'],
+    ['pingpong', '127.0.0.1'],
+  ]) {
+    const r = run([...args, '--backend', 'ibv', '--device', 'qpgate_nodev0', '--ib-port', '2'], {}, 120_000);
+    assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+    const lines = r.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, new RegExp(`^qpgate ${args[0]}: cannot open the ibv device qpgate_nodev0 port 2: .*\\((set --device to one of the devices listed|this kernel has no RDMA: load a driver, .*)\\)$`));
+  }
 });
 
 test('a bad config value exits 2 naming the key and what was expected', () => {

@@ -3,7 +3,9 @@
 # with backend.kind ibv on rxe_a (10.77.1.1, veth-a), and the clients on
 # rxe_b (10.77.1.2, veth-b) with --backend ibv: a subscriber on the feed, an
 # order session that places, fills and cancels, a risk session whose
-# CMP_SWAP sets the kill switch so that the next order is rejected, and
+# CMP_SWAP sets the kill switch so that the next order is rejected, a risk
+# session whose QP a remote access error makes fatal (it alone ends, and
+# /v1/sessions says why), and
 # `qpgate pingpong --backend ibv` against rdma-core's ibv_rc_pingpong; and
 # rxe_a's port down and up again, which the gateway logs.
 # Prints one JSON line; clients-ibv.test.ts asserts.
@@ -23,7 +25,8 @@ start_ibv_gateway "$gw_dev" 7480 "$work"
 
 t0=$SECONDS
 times="ready=$t0"
-mark() { times+=" $1=$((SECONDS - t0))"; t0=$SECONDS; }
+# Each step as it ends, also in the run directory (shared with the host): what a timed-out run got to.
+mark() { times+=" $1=$((SECONDS - t0))"; t0=$SECONDS; echo "$times" >"${QPGATE_VM_RUN_DIR:-$work}/steps"; }
 client subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
 mark subscribe
@@ -33,6 +36,38 @@ printf 'sell 1001 10000 5 id=1\nbuy 1001 10000 3 id=2 account=2\ncancel 1 1001 i
 client order --http-timeout 60000 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
 order_status=$?
 mark order
+# The QP-fatal path. A bystander order session (its requests from a fifo)
+# rests an order; a risk session then does a FETCH_AND_ADD on its account's
+# local-owned page, which it may only READ: rxe_a answers a remote access
+# error and puts the gateway's QP in ERR. That session alone ends, /v1/sessions
+# and `qpgate sessions` say what ended it, and the bystander, still connected,
+# cancels its order afterwards.
+mkfifo "$work/bystander.fifo"
+client order --http-timeout 60000 --name ibv-bystander --account 2 --linger 2000 --file "$work/bystander.fifo" --json >"$work/bystander.out" 2>"$work/bystander.err" &
+bystander=$!
+exec 7<>"$work/bystander.fifo"  # read-write: opening does not wait for the client (one that fails never opens it)
+echo 'buy 1001 9000 1 id=20 account=2' >&7
+for _ in $(seq 240); do grep -q '"kind":"ack"' "$work/bystander.out" 2>/dev/null && break; sleep 0.5; done
+timeout 300 node --input-type=module -e '
+  const [root, url, token, dev] = process.argv.slice(1);
+  const { RiskClient, RdmaError } = await import(root + "/dist/src/orders/risk-client.js");
+  const risk = await RiskClient.connect({ url, token, name: "ibv-fatal", accounts: [1n], device: { kind: "ibv", name: dev }, timeoutMs: 60000 });
+  const page = risk.regions.find((r) => r.account === 1n && r.name === "risk.local");
+  let status = "IBV_WC_SUCCESS";
+  try { await risk.raw("ATOMIC_FETCH_AND_ADD", page.addr + 8n, page.rkey, 1n); } catch (e) { if (!(e instanceof RdmaError)) throw e; status = e.status; }
+  const get = async () => (await fetch(url + "/v1/sessions/" + risk.id, { headers: { authorization: "Bearer " + token } })).json();
+  let session = await get();
+  for (let i = 0; i < 300 && session.connected !== false; i++) { await new Promise((r) => setTimeout(r, 200)); session = await get(); }
+  console.log(JSON.stringify({ status, access: page.access, session }));
+  process.exit(0);
+' "$root" "$url" "$token" "$cl_dev" >"$work/fatal.out" 2>"$work/fatal.err"
+timeout 120 node "$root/bin/qpgate.js" sessions --url "$url" --token "$token" >"$work/sessions.txt" 2>&1
+curl -s --max-time 60 -H "authorization: Bearer $token" "$url/v1/sessions" >"$work/sessions.json"
+echo 'cancel 20 1001 id=21' >&7
+exec 7>&-
+wait $bystander
+bystander_status=$?
+mark qp-fatal
 client risk --http-timeout 60000 --name ibv-risk --account 1 --kill --json >"$work/risk.out" 2>"$work/risk.err"
 risk_status=$?
 printf 'buy 1001 10000 1 id=10\n' >"$work/killed.txt"
@@ -62,13 +97,22 @@ wait $c
 c_status=$?
 mark pingpong
 
+# A client's port that is not ACTIVE: one line naming the device and the port, exit 2.
+ip link set "$QPGATE_VM_VETH_B_NETDEV" down
+for _ in $(seq 30); do grep -q DOWN "/sys/class/infiniband/$cl_dev/ports/1/state" && break; sleep 0.5; done
+timeout 120 node "$root/bin/qpgate.js" pingpong --backend ibv --device "$cl_dev" --ib-port 1 -n 1 -p 18516 "$QPGATE_VM_VETH_A_IP" >"$work/down.out" 2>&1
+down_status=$?
+
 node -e '
   const fs = require("fs"); const w = process.argv[1];
   const read = (f) => { try { return fs.readFileSync(w + "/" + f, "utf8"); } catch { return ""; } };
   const lines = (f) => read(f).split("\n").filter(Boolean);
-  const [sub, order, risk, killed, gw, pp, c] = process.argv.slice(2).map(Number);
-  console.log(JSON.stringify({ status: { sub, order, risk, killed, gw, pp, c }, seconds: process.argv[9],
+  const [sub, order, risk, killed, gw, pp, c, bystander, down] = process.argv.slice(2).map(Number);
+  const json = (f) => { try { return JSON.parse(read(f)); } catch { return null; } };
+  console.log(JSON.stringify({ status: { sub, order, risk, killed, gw, pp, c, bystander, down }, seconds: process.argv[11], down: read("down.out"),
+    fatal: json("fatal.out"), fatalErr: read("fatal.err"), sessionsTable: read("sessions.txt"), sessions: json("sessions.json"),
+    bystander: lines("bystander.out"), bystanderErr: read("bystander.err"),
     sub: lines("sub.out"), subErr: read("sub.err"), order: lines("order.out"), orderErr: read("order.err"),
     risk: lines("risk.out"), riskErr: read("risk.err"), killed: lines("killed.out"), killedErr: read("killed.err"),
     pp: read("pp.out"), ppErr: read("pp.err"), c: read("c.out"), gwOut: read("gw.out").slice(-20000) }));
-' "$work" "$sub_status" "$order_status" "$risk_status" "$killed_status" "$gw_status" "$pp_status" "$c_status" "$times"
+' "$work" "$sub_status" "$order_status" "$risk_status" "$killed_status" "$gw_status" "$pp_status" "$c_status" "$bystander_status" "$down_status" "$times"

@@ -5,7 +5,9 @@
 // answer reaches them only because the device's completion channel is in
 // the engine's wait fd (native/src/engine/device_events_agent.h); without it
 // the first order would wait forever. rxe_a's port going down and up again
-// is logged by the gateway, one line each. The guest side is clients-ibv-guest.sh.
+// is logged by the gateway, one line each. A risk session whose QP a remote
+// access error makes fatal ends alone, /v1/sessions and `qpgate sessions`
+// saying what ended it. The guest side is clients-ibv-guest.sh.
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
@@ -17,7 +19,16 @@ const COUNT = 200;
 const ITERS = 50;
 
 interface GuestResult {
-  status: Record<'sub' | 'order' | 'risk' | 'killed' | 'gw' | 'pp' | 'c', number>;
+  status: Record<'sub' | 'order' | 'risk' | 'killed' | 'gw' | 'pp' | 'c' | 'bystander' | 'down', number>;
+  /** `qpgate pingpong --ib-port 1` on rxe_b with veth-b down: its output. */
+  down: string;
+  /** The risk session made fatal: its client's completion status, the page's access, /v1/sessions/<id> once it ended. */
+  fatal: { status: string; access: string[]; session: Record<string, unknown> } | null;
+  fatalErr: string;
+  sessionsTable: string;
+  sessions: { sessions: Array<Record<string, unknown>> } | null;
+  bystander: string[];
+  bystanderErr: string;
   /** Seconds each step took in the guest ('ready=40 subscribe=12 ...'), printed for the CI time budget. */
   seconds: string;
   sub: string[];
@@ -59,6 +70,23 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   has((a) => a.kind === 'fill' && a.clientOrderId === '2' && a.quantity === 3 && a.leavesQuantity === 0, 'no fill of the buy');
   has((a) => a.kind === 'cancelAck' && a.origClientOrderId === '1', 'no cancel of the sell');
 
+  // The QP-fatal path: an atomic on a READ-only page is a remote access error
+  // on rxe; the gateway's QP went to ERR and that session ended, saying why
+  // (its receives were flushed: rxe raises no async event for it), while the
+  // bystander order session stayed connected and cancelled its order after it.
+  assert.ok(r.fatal !== null, `${r.fatalErr}${where}`);
+  assert.deepEqual(r.fatal.access, ['REMOTE_READ']);
+  assert.equal(r.fatal.status, 'IBV_WC_REM_ACCESS_ERR', r.fatalErr);
+  const fatal = r.fatal.session;
+  assert.deepEqual([fatal['name'], fatal['connected'], fatal['state'], fatal['endedBy']], ['ibv-fatal', false, 'ERR', 'IBV_WC_WR_FLUSH_ERR'], JSON.stringify(fatal));
+  const bystander = r.sessions?.sessions.find((x) => x['name'] === 'ibv-bystander');
+  assert.deepEqual([bystander?.['connected'], bystander?.['state'], bystander?.['endedBy']], [true, 'RTS', null], JSON.stringify(r.sessions));
+  assert.match(r.sessionsTable, new RegExp(`^\\s*${String(fatal['id'])}\\s+risk\\s+ibv-fatal\\s+ERR\\s+.*\\sIBV_WC_WR_FLUSH_ERR$`, 'm'), r.sessionsTable);
+  assert.equal(r.status.bystander, 0, `${r.bystander.join('\n')}\n${r.bystanderErr}${where}`);
+  const after = r.bystander.map((l) => JSON.parse(l) as Answer);
+  assert.ok(after.some((a) => a.kind === 'ack' && a.clientOrderId === '20'), r.bystander.join('\n'));
+  assert.ok(after.some((a) => a.kind === 'cancelAck' && a.origClientOrderId === '20'), `the bystander cancels after the fatal session ended: ${r.bystander.join('\n')}`);
+
   // The risk session's CMP_SWAP set the kill switch; the next order of account 1 is rejected for it.
   assert.equal(r.status.risk, 0, `${r.risk.join('\n')}${where}`);
   assert.deepEqual(JSON.parse(r.risk[0]!), { account: '1', word: 'killSwitch', op: 'CMP_SWAP', before: '0', after: '1' }, r.risk.join('\n'));
@@ -87,4 +115,8 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   assert.equal(pp.sent, ITERS, r.ppErr);
   assert.equal(pp.received, ITERS, r.ppErr);
   assert.equal(pp.local.gid, '::ffff:10.77.1.2', 'the RoCE v2 GID of veth-b, chosen automatically');
+
+  // A client whose port is not ACTIVE stops at the device: one line naming it and the port, exit 2.
+  assert.equal(r.status.down, 2, r.down);
+  assert.match(r.down, /^qpgate pingpong: cannot open the ibv device rxe_b port 1: rxe_b port 1 is PORT_DOWN, not ACTIVE \(bring the port up: .* --ib-port\)\n$/, r.down);
 });

@@ -163,6 +163,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
       o.Set("queued", num(env, s.queued));
       o.Set("backPressured", Napi::Boolean::New(env, s.back_pressured));
       o.Set("disconnected", Napi::Boolean::New(env, s.disconnected));
+      o.Set("endedBy", s.disconnected ? Napi::Value(Napi::String::New(env, s.ended_by)) : env.Null());
       out.Set(static_cast<std::uint32_t>(i), o);
     }
     return out;

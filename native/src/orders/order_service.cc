@@ -189,7 +189,7 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
 bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns) {
   const auto it = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s->id() == id; });
   if (it == sessions_.end()) return false;
-  if (!(*it)->disconnected) lose(**it, now_ns);
+  if (!(*it)->disconnected) lose(**it, now_ns, "closed");
   sessions_.erase(it);
   return true;
 }
@@ -199,7 +199,7 @@ std::vector<SessionInfo> OrderService::sessions() const {
   for (const auto& s : sessions_) {
     out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
                               s->received_count, s->sent_count, s->channel().held_receives(), s->out().size(),
-                              s->back_pressured, s->disconnected});
+                              s->back_pressured, s->disconnected, s->ended_by});
   }
   return out;
 }
@@ -210,8 +210,9 @@ void OrderService::close(std::uint64_t now_ns) {
   handler_->flush();
 }
 
-void OrderService::lose(RcSession& s, std::uint64_t now_ns) {
+void OrderService::lose(RcSession& s, std::uint64_t now_ns, std::string_view why) {
   s.disconnected = true;
+  s.ended_by = why;
   s.greeted = false;
   if (s.rebuild_job != 0) rebuilder_->cancel(s.rebuild_job);
   s.rebuild_job = 0;
@@ -301,7 +302,7 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
   auto polled = s.channel().poll(wcs);
   if (!polled.ok()) {
     counters_.cq_overflows.add();
-    lose(s, now_ns);
+    lose(s, now_ns, "CQ overflow");
     return 1;
   }
   const std::size_t n = *polled;
@@ -311,7 +312,7 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
     const verbs::Wc& wc = wcs[i];
     if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
       // The QP is in ERR: the rest of the batch are flushes.
-      lose(s, now_ns);
+      lose(s, now_ns, verbs::wc_status_enum_name(wc.status));
       break;
     }
     if (verbs::RcChannel::is_send(wc)) continue;  // its slot is free again
@@ -356,10 +357,16 @@ bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_
       e.event_type != verbs::EventType::QP_ACCESS_ERR) {
     return false;
   }
+  const std::string_view name = verbs::event_type_enum_name(e.event_type);
   for (const auto& s : sessions_) {
-    if (s->qpn() != e.element_id || s->disconnected) continue;
-    lose(*s, now_ns);
-    return true;
+    if (s->qpn() != e.element_id) continue;
+    if (!s->disconnected) {
+      lose(*s, now_ns, name);
+      return true;
+    }
+    // Its flushed receives were polled first: the event says why the QP went to ERR.
+    if (s->ended_by == verbs::wc_status_enum_name(verbs::WcStatus::IBV_WC_WR_FLUSH_ERR)) s->ended_by = name;
+    return false;
   }
   return false;
 }
@@ -416,7 +423,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
     const bool client_holds = !q.empty() && q.front().durable <= durable;
     if (held_too_long(s, client_holds && q.size() > config_.max_queued_messages, now_ns)) {
       counters_.slow_disconnects.add();
-      lose(s, now_ns);
+      lose(s, now_ns, "slow consumer: more than max_queued_messages held past stall_ns");
       continue;
     }
     const bool pressed = (client_holds && q.size() > config_.back_pressure_messages) || events_behind;
@@ -425,7 +432,11 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
     if (!pressed) reposted += static_cast<int>(s.channel().repost_receives());
     if (now_ns >= s.next_state_check_ns) {
       s.next_state_check_ns = now_ns + kStateCheckNs;
-      if (s.state() != verbs::QpState::RTS) lose(s, now_ns);
+      // Its completions first: an error among them says why better than the state does.
+      if (s.state() != verbs::QpState::RTS) {
+        poll_session(s, now_ns);
+        if (!s.disconnected) lose(s, now_ns, std::string("QP state ") + std::string(verbs::qp_state_name(s.state())));
+      }
     }
   }
   return reposted;
@@ -434,7 +445,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
 void OrderService::on_journal_failure(std::uint64_t now_ns) {
   counters_.journal_failed.set(1);
   for (const auto& s : sessions_) {
-    if (!s->disconnected) lose(*s, now_ns);
+    if (!s->disconnected) lose(*s, now_ns, "journal failed");
   }
 }
 

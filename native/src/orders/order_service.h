@@ -31,7 +31,7 @@
 //
 // A session whose QP leaves RTS (an error completion, a failed post, a
 // periodic state check, an async event handed to on_async_event, or
-// close_session) is "lost": on_disconnect runs once
+// close_session) is "lost", with what said so kept in ended_by: on_disconnect runs once
 // (cancel-on-disconnect if configured), and its ResendStore is freed, so a
 // closed session costs no memory (issue 13 item 4). On the next connection's
 // Hello the handler answers Welcome; if the client asks for messages the
@@ -58,6 +58,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -119,6 +120,7 @@ struct SessionInfo {
   std::uint64_t queued = 0;    // answers waiting to be posted
   bool back_pressured = false;
   bool disconnected = false;
+  std::string ended_by;  // why it was lost: RcSession::ended_by
 };
 
 struct ServiceCounters {
@@ -157,7 +159,9 @@ class OrderService {
   // A device async event, forwarded by whoever drains the device's events
   // (the agent does not: the device's owner does). QP_FATAL, QP_REQ_ERR and
   // QP_ACCESS_ERR on a session's QP lose that session at once, before its
-  // flushed completions are polled. True if it concerned a live session.
+  // flushed completions are polled; one lost already to its flushed receives
+  // takes the event as its ended_by (it says why the QP went to ERR). True if
+  // it concerned a live session.
   bool on_async_event(const verbs::AsyncEvent& event, std::uint64_t now_ns);
   // Flushes the journal and closes every session (cancel-on-disconnect applies).
   void close(std::uint64_t now_ns);
@@ -203,7 +207,7 @@ class OrderService {
   // Routes what the handler put in out_ for one input from `from` (0 = none).
   void absorb(std::uint32_t from, std::uint64_t recv_ns, std::uint64_t now_ns);
   void queue_welcome(RcSession& s, std::span<const std::uint8_t> bytes, std::uint64_t durable, std::uint64_t recv_ns);
-  void lose(RcSession& s, std::uint64_t now_ns);
+  void lose(RcSession& s, std::uint64_t now_ns, std::string_view why);
   int poll_session(RcSession& s, std::uint64_t now_ns);
   int post_ready();
   // Per-session back-pressure and the queue cap; returns the receives re-posted.

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "orders/out_queue.h"
@@ -73,6 +74,9 @@ class RcSession {
   std::uint64_t resend_durable = 0;
   OutQueue held{2};
   bool disconnected = false;  // the QP left RTS and on_disconnect ran
+  // What ended it (set with disconnected): the work-completion status or async
+  // event that said so, or the gateway's own reason; /v1/sessions shows it.
+  std::string ended_by;
   bool back_pressured = false;  // its receives are held: it does not read its answers
   std::uint64_t received_count = 0;
   std::uint64_t sent_count = 0;

@@ -265,6 +265,7 @@ TEST(OrderSessions, ASessionThatStopsReadingIsEndedAloneAndGetsEveryFillOnReconn
   ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return gw.service->counters().slow_disconnects.get() == 1; }));
   EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
   EXPECT_TRUE(gw.service->session(kSessionA)->disconnected);
+  EXPECT_EQ(gw.service->session(kSessionA)->ended_by, "slow consumer: more than max_queued_messages held past stall_ns");
   EXPECT_FALSE(gw.service->session(kSessionB)->disconnected);
 
   // A comes back and gets every fill it was sent, none lost.
@@ -487,6 +488,14 @@ TEST(OrderSessions, ATradingSessionsAtomicIsARemoteAccessErrorAndCancelsItsOrder
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
   EXPECT_EQ(gw.service->handler().risk().find(kAccountA)->position(), 0);
   EXPECT_EQ(gw.service->sessions()[0].state, verbs::QpState::ERR);
+  // The responder's QP went to ERR with no completion of its own: its flushed
+  // receives ended the session, until the device's event says why.
+  EXPECT_EQ(gw.service->sessions()[0].ended_by, "IBV_WC_WR_FLUSH_ERR");
+  std::optional<verbs::AsyncEvent> event = gw.device->get_async_event();
+  ASSERT_TRUE(event.has_value());
+  EXPECT_FALSE(gw.service->on_async_event(*event, qpgate::monotonic_ns()));  // lost already
+  EXPECT_EQ(gw.service->sessions()[0].ended_by, "IBV_EVENT_QP_ACCESS_ERR");
+  EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
 }
 
 TEST(OrderSessions, GarbageGetsARejectAndAnOversizeSendClosesThatSessionAlone) {
@@ -720,6 +729,7 @@ TEST(OrderSessions, AnAsyncEventOnASessionsQpLosesItBeforeAnyCompletionIsPolled)
   EXPECT_TRUE(gw.service->on_async_event(*event, qpgate::monotonic_ns()));
   EXPECT_FALSE(gw.service->on_async_event(*event, qpgate::monotonic_ns()));  // once
   EXPECT_TRUE(gw.service->sessions()[0].disconnected);
+  EXPECT_EQ(gw.service->sessions()[0].ended_by, "IBV_EVENT_QP_ACCESS_ERR");
   EXPECT_EQ(gw.service->handler().book(kInstrument)->resting_orders(), 0u);
   EXPECT_EQ(gw.service->counters().disconnects.get(), 1u);
 }

@@ -3,8 +3,9 @@
 // (native/src/engine/record_types.h), so nothing here calls into the engine
 // (a stalled engine must not freeze the control plane). One pino line each,
 // naming the device, the port and the element (QPN, CQ, SRQ). A QP that went
-// fatal ends the session on it: its provider closes it (cancel-on-disconnect
-// for trading) and the line says which session and why.
+// fatal ends the session on it: its provider loses it (cancel-on-disconnect
+// for trading; /v1/sessions lists it with the event as endedBy) or closes it,
+// and the line says which session and why.
 import { loadAddon } from '../../native/addon.js';
 import { RecordType, type Engine } from '../../native/engine.js';
 import type { Device } from '../../native/verbs.js';
@@ -45,7 +46,7 @@ export function watchDeviceEvents(engine: Engine, device: Device, providers: rea
     const element = e.element === 'QP' ? { qpn: e.elementId } : e.element === 'CQ' ? { cq: e.elementId } : e.element === 'SRQ' ? { srq: e.elementId } : {};
     const line = { ...where, event: e.type, ...element };
     if (e.element === 'QP' && QP_ENDING.has(e.type)) {
-      const ended = endSessionOn(e.elementId, providers);
+      const ended = endSessionOn(e.elementId, e.type, providers);
       log.warn({ ...line, ...(ended ?? {}) }, ended ? `device event ${e.type}: session ${ended.session} ended` : `device event ${e.type}`);
       return;
     }
@@ -53,10 +54,10 @@ export function watchDeviceEvents(engine: Engine, device: Device, providers: rea
   });
 }
 
-function endSessionOn(qpn: number, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
+function endSessionOn(qpn: number, event: string, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
   for (const p of providers) {
     const s = p.list().find((x) => x.qpn === qpn);
-    if (s !== undefined && p.close(s.id)) return { session: s.id, role: s.role, name: s.name };
+    if (s !== undefined && (p.end !== undefined ? p.end(s.id, event) : p.close(s.id))) return { session: s.id, role: s.role, name: s.name };
   }
   return undefined;
 }

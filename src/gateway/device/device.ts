@@ -32,15 +32,23 @@ function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
   }
 }
 
-// What to change for each way an ibv device fails to open (ibv_device.cc open_ibv_device).
-function ibvFix(code: string | undefined, message: string): string {
+/** Where the device, port and GID entry are chosen: the gateway's config keys, or a client's flags. */
+export interface IbvChoices {
+  device: string;
+  port: string;
+  gidIndex: string;
+}
+const CONFIG_KEYS: IbvChoices = { device: 'backend.device', port: 'backend.port', gidIndex: 'backend.gidIndex' };
+
+/** What to change for each way an ibv device fails to open (ibv_device.cc open_ibv_device). */
+export function ibvFix(code: string | undefined, message: string, at: IbvChoices = CONFIG_KEYS): string {
   if (code === 'EOPNOTSUPP' && /no ibv backend/.test(message)) return 'install libibverbs-dev and rebuild: npm run build:native';
   if (code === 'ENOSYS') return 'this kernel has no RDMA: load a driver, e.g. modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0';
-  if (code === 'ENODEV' && /no RDMA device/.test(message)) return 'set backend.device to one of the devices listed';
-  if (code === 'ENETDOWN') return 'bring the port up: ip link set <netdev> up (rdma link shows the netdev)';
-  if (code === 'EINVAL' && /GID|gid/.test(message)) return 'set backend.gidIndex to a RoCE v2 IPv4 entry, or unset it';
-  if (code === 'ENODEV') return 'give the device an IPv4 address on its interface, or set backend.gidIndex';
-  return 'check backend.device and backend.port';
+  if (code === 'ENODEV' && /no RDMA device/.test(message)) return `set ${at.device} to one of the devices listed`;
+  if (code === 'ENETDOWN') return `bring the port up: ip link set <netdev> up (rdma link shows the netdev), or choose an ACTIVE one with ${at.port}`;
+  if (code === 'EINVAL' && /GID|gid/.test(message)) return `set ${at.gidIndex} to a RoCE v2 IPv4 entry, or unset it`;
+  if (code === 'ENODEV') return `give the device an IPv4 address on its interface, or set ${at.gidIndex}`;
+  return `check ${at.device} and ${at.port}`;
 }
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {

@@ -51,6 +51,8 @@ export interface SessionInfo {
   /** The gateway QP's state: 'RTS' while connected, 'ERR' once the peer is gone or it was closed. */
   state: string;
   qpn: number;
+  /** Once it is no longer connected: what ended it (a work-completion status, an async event, the gateway's reason). */
+  endedBy?: string | null;
   [k: string]: unknown;
 }
 
@@ -61,6 +63,12 @@ export interface SessionProvider {
   /** QP to ERR and resources freed (cancel-on-disconnect for trading). False when it has no such session. */
   close(id: number): boolean;
   list(): SessionInfo[];
+  /**
+   * The session's QP went fatal (async event `event`): lose it but keep it
+   * listed, its endedBy the event, until closed or reopened. Without it the
+   * session is closed.
+   */
+  end?(id: number, event: string): boolean;
 }
 
 /** A refusal the route answers with `status` and `message` (400, 403, 404, 409, 503). */

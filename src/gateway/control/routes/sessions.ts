@@ -129,7 +129,7 @@ const SessionOpened = Type.Object(
   },
   { additionalProperties: true },
 );
-const SessionView = looseObject('a session: id, role, name, token, openedAt, connected, accounts, QP state, app_seq and counters');
+const SessionView = looseObject('a session: id, role, name, token, openedAt, connected, accounts, QP state, app_seq, counters and endedBy (what ended it, once not connected)');
 const IdParams = Type.Object({ id: Type.String({ description: 'a session id: an integer 1..4294967295' }) });
 
 const bad = (reply: FastifyReply, message: string) => reply.code(400).send({ error: 'bad_request', message });
@@ -350,7 +350,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         schema: {
           tags: ['sessions'],
           summary: 'the sessions: a read token sees the ones it opened, an admin token every one',
-          description: 'By role, each with its QP state, app_seq and counters.',
+          description: 'By role, each with its QP state, app_seq and counters; a lost one with endedBy, what ended it (an error completion\'s status, an async event, the state check).',
           response: { 200: Type.Object({ count: Type.Integer(), roles: Type.Array(Type.String()), sessions: Type.Array(SessionView) }, { additionalProperties: false }) },
         },
       },
