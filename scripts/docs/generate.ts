@@ -1,6 +1,7 @@
-// `npm run docs:generate`: rewrites the generated regions of README.md
-// (scripts/docs/regions.ts) from the code they describe. `--check` writes
-// nothing and exits 1 naming each region that differs, as the README test does.
+// `npm run docs:generate`: rewrites the modules made from the native
+// declarations (scripts/docs/declarations.ts), then the generated regions of
+// README.md (scripts/docs/regions.ts) from the code they describe. `--check`
+// writes nothing and exits 1 naming what differs, as the test/docs tests do.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { regionNames, replaceRegion } from './regions.js';
@@ -8,6 +9,7 @@ import { configTable } from './config-table.js';
 import { cliSynopsis } from './cli-synopsis.js';
 import { routesTable } from './routes-table.js';
 import { metricsTable } from './metrics-table.js';
+import { DECLARED_MODULES, repoPath } from './declarations.js';
 
 export const README_PATH = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
@@ -28,16 +30,37 @@ export async function generatedReadme(text: string): Promise<string> {
   return out;
 }
 
+/** The declared modules that differ from what their .def makes, after writing them unless `check`. */
+function declaredModules(check: boolean): string[] {
+  const stale: string[] = [];
+  for (const [path, generate] of Object.entries(DECLARED_MODULES)) {
+    const text = generate();
+    let current = '';
+    try {
+      current = readFileSync(repoPath(path), 'utf8');
+    } catch {
+      // not made yet
+    }
+    if (current === text) continue;
+    stale.push(path);
+    if (!check) writeFileSync(repoPath(path), text);
+  }
+  return stale;
+}
+
 async function main(): Promise<number> {
+  const check = process.argv.includes('--check');
+  const stale = declaredModules(check);
   const text = readFileSync(README_PATH, 'utf8');
   const generated = await generatedReadme(text);
-  if (!process.argv.includes('--check')) {
+  if (!check) {
     if (generated !== text) writeFileSync(README_PATH, generated);
+    if (stale.length > 0) process.stderr.write(`rewrote ${stale.join(', ')}: run npm run build:ts before the README regions are current\n`);
     return 0;
   }
-  if (generated === text) return 0;
-  process.stderr.write('README.md differs from what `npm run docs:generate` makes of it\n');
-  return 1;
+  for (const path of stale) process.stderr.write(`${path} differs from what \`npm run docs:generate\` makes of its .def\n`);
+  if (generated !== text) process.stderr.write('README.md differs from what `npm run docs:generate` makes of it\n');
+  return stale.length > 0 || generated !== text ? 1 : 0;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.exitCode = await main();

@@ -899,7 +899,7 @@ export class QueuePair {
   detachMcast(group: string): void {
     this.#native.detachMcast(group);
   }
-  /** The QP's transport counters (qp_counters.h names). */
+  /** The QP's transport counters (qp_counters.def names). */
   counters(): Readonly<Record<string, number>> {
     return this.#native.counters();
   }

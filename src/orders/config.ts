@@ -14,6 +14,7 @@
 import { isAbsolute, join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { instrumentChannel, type FeedsConfig } from '../feed/config.js';
+import { ORDERS_LIMITS } from '../declared/orders-config.js';
 
 const strict = { additionalProperties: false } as const;
 
@@ -108,50 +109,19 @@ export const OrdersConfig = Type.Object(
           { ...strict, default: {} },
         ),
         cancelOnDisconnect: Type.Boolean({ default: true, description: "a trading session's QP leaving RTS cancels its resting orders" }),
-        recvDepth: Type.Integer({ minimum: 8, maximum: 16384, default: 256, description: 'receives posted per session' }),
-        sendDepth: Type.Integer({ minimum: 8, maximum: 16384, default: 256, description: 'sends in flight per session' }),
-        maxMessageBytes: Type.Integer({ minimum: 64, maximum: 1024, default: 512, description: 'largest message a session may send' }),
-        backPressureMessages: Type.Integer({
-          minimum: 1,
-          maximum: 1 << 20,
-          default: 1024,
-          description: 'answers waiting for the journal or a send slot above which receives are not re-posted (clients see RNR NAKs)',
-        }),
-        resendCapacity: Type.Integer({
-          minimum: 16,
-          maximum: 1 << 22,
-          default: 8192,
-          description: 'sequenced messages kept per session for the resend after a Hello (memory grows with use up to this)',
-        }),
-        maxQueuedMessages: Type.Integer({
-          minimum: 1,
-          maximum: 1 << 22,
-          default: 4096,
-          description:
-            'answers waiting for one session past which it is ended (it does not read; what was queued waits in its resend store); between backPressureMessages and resendCapacity',
-        }),
-        stallTimeoutMs: Type.Integer({
-          minimum: 1,
-          maximum: 3_600_000,
-          default: 1000,
-          description: 'a session past maxQueuedMessages is ended once nothing could be posted to it for this long',
-        }),
-        maxClientOrderIds: Type.Integer({
-          minimum: 1,
-          maximum: 1 << 28,
-          default: 1 << 18,
-          description: 'client order ids one session may use (the duplicate table keeps each); past it, ID_LIMIT',
-        }),
+        recvDepth: Type.Integer({ ...ORDERS_LIMITS.recvDepth }),
+        sendDepth: Type.Integer({ ...ORDERS_LIMITS.sendDepth }),
+        maxMessageBytes: Type.Integer({ ...ORDERS_LIMITS.maxMessageBytes }),
+        backPressureMessages: Type.Integer({ ...ORDERS_LIMITS.backPressureMessages }),
+        resendCapacity: Type.Integer({ ...ORDERS_LIMITS.resendCapacity }),
+        maxQueuedMessages: Type.Integer({ ...ORDERS_LIMITS.maxQueuedMessages }),
+        stallTimeoutMs: Type.Integer({ ...ORDERS_LIMITS.stallTimeoutMs }),
+        maxClientOrderIds: Type.Integer({ ...ORDERS_LIMITS.maxClientOrderIds }),
       },
       { ...strict, default: {} },
     ),
-    orderCapacity: Type.Integer({ minimum: 16, maximum: 1 << 24, default: 1 << 16, description: 'open orders the gateway can hold at once' }),
-    clientOrderIdCapacity: Type.Integer({
-      minimum: 1024,
-      maximum: 1 << 28,
-      default: 1 << 20,
-      description: 'client order ids the duplicate table holds, all sessions together (2 x this slots of 64 B, touched as ids land); past it, ID_LIMIT',
-    }),
+    orderCapacity: Type.Integer({ ...ORDERS_LIMITS.orderCapacity }),
+    clientOrderIdCapacity: Type.Integer({ ...ORDERS_LIMITS.clientOrderIdCapacity }),
     publishToFeed: Type.Boolean({ default: true, description: 'publish trades and book levels on the feed when feeds run' }),
     handlers: Type.Array(
       Type.Object(

@@ -165,6 +165,21 @@ void instrument_of(Napi::Env env, Napi::Value v, const std::string& where, bool 
   out.feeds.push_back(feed);
 }
 
+// The integer settings of config_limits.def, each where it is given; the
+// derived defaults when backPressureMessages or maxQueuedMessages is not.
+void read_limits(Napi::Env env, const Napi::Object& o, const std::string& w, orders::ServiceConfig& c) {
+#define QPGATE_X(js, member, lo, hi, def, help) \
+  if (has(o, #js)) c.member = u32(env, o.Get(#js), w + "." #js, lo, hi);
+  QPGATE_ORDERS_SESSION_LIMITS(QPGATE_X)
+#undef QPGATE_X
+#define QPGATE_X(js, member, lo, hi, def, help) \
+  if (has(o, #js)) c.handler.member = u32(env, o.Get(#js), w + "." #js, lo, hi);
+  QPGATE_ORDERS_HANDLER_LIMITS(QPGATE_X)
+#undef QPGATE_X
+  if (!has(o, "backPressureMessages")) c.back_pressure_messages = 4 * c.recv_depth;
+  if (!has(o, "maxQueuedMessages")) c.max_queued_messages = std::min(c.resend_capacity, std::max(c.back_pressure_messages, 4096u));
+}
+
 }  // namespace
 
 orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
@@ -185,30 +200,7 @@ orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
     c.handler.accounts.push_back(orders::AccountConfig{u64(env, a.Get("account"), where + ".account"),
                                                        u64(env, a.Get("creditLimit"), where + ".creditLimit")});
   }
-  if (has(o, "orderCapacity")) c.handler.order_capacity = u32(env, o.Get("orderCapacity"), w + ".orderCapacity", 1, 1u << 24);
-  if (has(o, "clientOrderIdCapacity")) {
-    c.handler.client_order_id_capacity = u32(env, o.Get("clientOrderIdCapacity"), w + ".clientOrderIdCapacity", 1, 1u << 28);
-  }
-  if (has(o, "maxClientOrderIds")) {
-    c.handler.max_client_order_ids_per_session = u32(env, o.Get("maxClientOrderIds"), w + ".maxClientOrderIds", 1, 1u << 28);
-  }
-  if (has(o, "recvDepth")) c.recv_depth = u32(env, o.Get("recvDepth"), w + ".recvDepth", 1, 16384);
-  if (has(o, "sendDepth")) c.send_depth = u32(env, o.Get("sendDepth"), w + ".sendDepth", 1, 16384);
-  if (has(o, "maxMessageBytes")) {
-    c.max_message_bytes = u32(env, o.Get("maxMessageBytes"), w + ".maxMessageBytes", 16, orders::kMaxMessageBytes);
-  }
-  c.back_pressure_messages = 4 * c.recv_depth;
-  if (has(o, "backPressureMessages")) {
-    c.back_pressure_messages = u32(env, o.Get("backPressureMessages"), w + ".backPressureMessages", 1, 1u << 24);
-  }
-  if (has(o, "resendCapacity")) c.resend_capacity = u32(env, o.Get("resendCapacity"), w + ".resendCapacity", 1, 1u << 22);
-  c.max_queued_messages = std::min(c.resend_capacity, std::max(c.back_pressure_messages, 4096u));
-  if (has(o, "stallTimeoutMs")) {
-    c.stall_ns = std::uint64_t{u32(env, o.Get("stallTimeoutMs"), w + ".stallTimeoutMs", 1, 3'600'000)} * 1'000'000;
-  }
-  if (has(o, "maxQueuedMessages")) {
-    c.max_queued_messages = u32(env, o.Get("maxQueuedMessages"), w + ".maxQueuedMessages", 1, 1u << 22);
-  }
+  read_limits(env, o, w, c);
   // Duplicates and the rest: the same checks the C++ API makes.
   if (std::string e = orders::validate(c); !e.empty()) throw Napi::RangeError::New(env, w + "." + e);
   return c;

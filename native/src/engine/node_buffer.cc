@@ -87,6 +87,9 @@ PageInfo page_info(const void* address) {
   return info;
 }
 
+// long because: the mapping's fallbacks (hugetlbfs, THP with its 2 MiB trim,
+// plain pages) and the NUMA mbind are one sequence over one mapping, each
+// step recording why it chose what it did (page_reason_, node_reason_).
 NodeBuffer::NodeBuffer(const BufferOptions& options) : size_(options.size) {
   if (options.size == 0) throw std::invalid_argument("NodeBuffer: size 0");
   void* p = MAP_FAILED;

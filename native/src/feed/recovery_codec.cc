@@ -258,6 +258,8 @@ bool status(protozero::pbf_reader& m, Status& dst, const char** error) {
 
 }  // namespace
 
+// long because: one field table per reply kind, in the order of
+// proto/qpgate/recovery/v1/recovery.proto, read side by side with it.
 bool decode_reply(std::span<const std::uint8_t> bytes_in, Reply& out, const char** error) {
   out.kind = ReplyKind::kNone;
   out.frame_count = 0;

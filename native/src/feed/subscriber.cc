@@ -150,6 +150,62 @@ int Subscriber::post_receives() {
   return static_cast<int>(n);
 }
 
+// One receive completion: the datagram's group picks the channel and line,
+// its frame goes to that channel's arbiter (counted on the way).
+void Subscriber::on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at) {
+  if (wc.opcode != verbs::WcOpcode::RECV && wc.status == verbs::WcStatus::IBV_WC_SUCCESS) return;
+  if (wc.wr_id >= config_.recv_slots) return;  // the one send WR never used
+  const auto slot = static_cast<std::uint32_t>(wc.wr_id);
+  to_repost_.push_back(slot);
+  if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
+    stats_->recv_errors.add();
+    return;
+  }
+  stats_->received.add();
+  const std::uint8_t* buf = ep_->at(slot * slot_bytes_);
+  if (wc.byte_len < kGrhBytes) return;
+  const std::uint32_t dst = (std::uint32_t{buf[36]} << 24) | (std::uint32_t{buf[37]} << 16) |
+                            (std::uint32_t{buf[38]} << 8) | std::uint32_t{buf[39]};
+  Channel* ch = nullptr;
+  Line line = Line::kA;
+  for (auto& c : channels_) {
+    if (c->config.group_a == dst) {
+      ch = c.get();
+      break;
+    }
+    if (c->config.group_b != 0 && c->config.group_b == dst) {
+      ch = c.get();
+      line = Line::kB;
+      break;
+    }
+  }
+  if (ch == nullptr) {
+    stats_->unknown_group.add();
+    return;
+  }
+  const std::span<const std::uint8_t> payload(buf + kGrhBytes, wc.byte_len - kGrhBytes);
+  const auto parsed = parse_frame(payload);
+  ch->counters.frame_counters.count(parsed);
+  if (!parsed.ok()) return;
+  if (parsed->header().channel() != ch->config.id) {
+    ch->counters.frame_counters.rejected[static_cast<std::size_t>(FrameError::kReservedNotZero)].inc();
+    return;
+  }
+  if ((parsed->header().flags() & flags::kSnapshot) != 0) {
+    stats_->snapshot_frames.add();
+    return;
+  }
+  if (!parsed->header().is_control()) ch->counters.line_frames[static_cast<std::size_t>(line)].add();
+  ch->receive_time_ns = received_at;
+  const auto before = ch->arbiter.counters();
+  ch->arbiter.on_frame(line, *parsed, now_ns, *ch);
+  const auto& after = ch->arbiter.counters();
+  const auto li = static_cast<std::size_t>(line);
+  ch->counters.duplicates.add(after.line[li].duplicates - before.line[li].duplicates);
+  ch->counters.heartbeats.add(after.line[li].heartbeats - before.line[li].heartbeats);
+  ch->counters.other_session_frames.add(after.line[li].other_session_frames - before.line[li].other_session_frames);
+}
+
 int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
   std::array<verbs::Wc, 32> wcs;
   int work = 0;
@@ -161,60 +217,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
     auto n = ep_->cq->poll(wcs);
     if (!n.ok() || *n == 0) break;
     const std::uint64_t received_at = qpgate::realtime_ns();
-    for (std::size_t i = 0; i < *n; ++i) {
-      const verbs::Wc& wc = wcs[i];
-      if (wc.opcode != verbs::WcOpcode::RECV && wc.status == verbs::WcStatus::IBV_WC_SUCCESS) continue;
-      if (wc.wr_id >= config_.recv_slots) continue;  // the one send WR never used
-      const auto slot = static_cast<std::uint32_t>(wc.wr_id);
-      to_repost_.push_back(slot);
-      if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
-        stats_->recv_errors.add();
-        continue;
-      }
-      stats_->received.add();
-      const std::uint8_t* buf = ep_->at(slot * slot_bytes_);
-      if (wc.byte_len < kGrhBytes) continue;
-      const std::uint32_t dst = (std::uint32_t{buf[36]} << 24) | (std::uint32_t{buf[37]} << 16) |
-                                (std::uint32_t{buf[38]} << 8) | std::uint32_t{buf[39]};
-      Channel* ch = nullptr;
-      Line line = Line::kA;
-      for (auto& c : channels_) {
-        if (c->config.group_a == dst) {
-          ch = c.get();
-          break;
-        }
-        if (c->config.group_b != 0 && c->config.group_b == dst) {
-          ch = c.get();
-          line = Line::kB;
-          break;
-        }
-      }
-      if (ch == nullptr) {
-        stats_->unknown_group.add();
-        continue;
-      }
-      const std::span<const std::uint8_t> payload(buf + kGrhBytes, wc.byte_len - kGrhBytes);
-      const auto parsed = parse_frame(payload);
-      ch->counters.frame_counters.count(parsed);
-      if (!parsed.ok()) continue;
-      if (parsed->header().channel() != ch->config.id) {
-        ch->counters.frame_counters.rejected[static_cast<std::size_t>(FrameError::kReservedNotZero)].inc();
-        continue;
-      }
-      if ((parsed->header().flags() & flags::kSnapshot) != 0) {
-        stats_->snapshot_frames.add();
-        continue;
-      }
-      if (!parsed->header().is_control()) ch->counters.line_frames[static_cast<std::size_t>(line)].add();
-      ch->receive_time_ns = received_at;
-      const auto before = ch->arbiter.counters();
-      ch->arbiter.on_frame(line, *parsed, now_ns, *ch);
-      const auto& after = ch->arbiter.counters();
-      const auto li = static_cast<std::size_t>(line);
-      ch->counters.duplicates.add(after.line[li].duplicates - before.line[li].duplicates);
-      ch->counters.heartbeats.add(after.line[li].heartbeats - before.line[li].heartbeats);
-      ch->counters.other_session_frames.add(after.line[li].other_session_frames - before.line[li].other_session_frames);
-    }
+    for (std::size_t i = 0; i < *n; ++i) on_completion(wcs[i], now_ns, received_at);
     work += static_cast<int>(*n);
     if (*n < wcs.size()) break;
   }

@@ -132,6 +132,7 @@ class Subscriber {
   using Channel = SubscriberChannel;
   explicit Subscriber(const SubscriberConfig& config);
   int post_receives();
+  void on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at);
   void make_channels();
 
   SubscriberConfig config_;

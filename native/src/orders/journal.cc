@@ -158,6 +158,8 @@ bool Journal::replay_written(const std::string& path, std::uint64_t end, const R
 
 bool Journal::write_out() { return !failed_ && write_buffer(); }
 
+// long because: open, header, pass 1 (the valid prefix) and pass 2 (replay)
+// share the one descriptor each failure must close; the passes are commented.
 std::unique_ptr<Journal> Journal::open(const JournalConfig& config, const ReplayVisitor& visitor, std::string& error) {
   // Orders and accounts are nobody else's business: owner-only, an older 0644 file included.
   const int fd = ::open(config.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);

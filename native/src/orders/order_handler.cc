@@ -16,7 +16,7 @@ namespace qpgate::orders {
 OrderHandler::OrderHandler(const HandlerConfig& config, const SipKey& dedupe_key)
     : pool_(config.order_capacity),
       dedupe_(config.client_order_id_capacity, dedupe_key),
-      max_ids_per_session_(config.max_client_order_ids_per_session) {
+      max_ids_per_session_(config.max_client_order_ids) {
   for (const InstrumentConfig& ic : config.instruments) {
     instruments_.push_back(std::make_unique<Instrument>(ic, pool_));
     by_id_[ic.book.instrument_id] = instruments_.back().get();

@@ -24,7 +24,7 @@
 // always allowed). Without a token the answer is a THROTTLED Reject that is
 // not sequenced, not journaled and not remembered (app_seq 0: nothing
 // happened, the id may be used again). Each session may hold at most
-// `max_client_order_ids_per_session` ids in the duplicate table, the gateway
+// `max_client_order_ids` ids in the duplicate table, the gateway
 // `client_order_id_capacity`; past either, ID_LIMIT, not sequenced either.
 // A journal that has failed is never written again: every request is
 // answered JOURNAL_FAILURE, not sequenced, at once (nothing waits for a
@@ -52,6 +52,7 @@
 
 #include "orders/codec.h"
 #include "orders/collar.h"
+#include "orders/config_limits.def"
 #include "orders/dedupe.h"
 #include "orders/handler_counters.h"
 #include "orders/journal.h"
@@ -88,9 +89,12 @@ struct HandlerConfig {
   std::vector<AccountConfig> accounts;
   std::vector<SessionConfig> sessions;
   JournalConfig journal;
-  std::uint32_t order_capacity = 1 << 16;                 // pooled order nodes (open orders at once)
-  std::size_t client_order_id_capacity = 1 << 20;         // ids the duplicate table holds (all sessions)
-  std::size_t max_client_order_ids_per_session = 1 << 18;  // one session's share of them
+  // order_capacity (pooled order nodes), client_order_id_capacity (ids the
+  // duplicate table holds, all sessions), max_client_order_ids (one session's
+  // share of them): config_limits.def.
+#define QPGATE_X(js, member, lo, hi, def, help) std::uint32_t member = def;
+  QPGATE_ORDERS_HANDLER_LIMITS(QPGATE_X)
+#undef QPGATE_X
   std::optional<SipKey> dedupe_key;                       // the duplicate table's hash key; unset = random
   // Called at open() after each replayed record with the messages it
   // produced again (Reject texts are empty: they are not journaled), so the

@@ -23,8 +23,8 @@ bool read_record(std::span<const std::uint8_t> payload, Record& r, std::string& 
 }
 }  // namespace
 
-// One case per journal record type (records.h), each checking what its record
-// must find before applying it: longer than 80 lines, and clearer whole.
+// long because: one case per journal record type (records.h), each checking
+// what its record must find before applying it; clearer whole.
 bool OrderHandler::replay(std::uint16_t type, std::span<const std::uint8_t> payload, std::string& error) {
   replay_out_.clear();
   // Replay remembers every id the journal has (the per-session share is a

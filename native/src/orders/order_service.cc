@@ -2,26 +2,47 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 
 #include "common/clock.h"
 #include "verbs/source_gid.h"
 
 namespace qpgate::orders {
 
-std::string validate(const ServiceConfig& c) {
-  auto range = [](const char* name, std::uint32_t v, std::uint32_t lo, std::uint32_t hi) -> std::string {
-    if (v >= lo && v <= hi) return "";
-    return std::string{name} + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
-           std::to_string(v);
-  };
-  for (const std::string& e : {range("recvDepth", c.recv_depth, 1, 16384), range("sendDepth", c.send_depth, 1, 16384),
-                               range("maxMessageBytes", c.max_message_bytes, 16, kMaxMessageBytes),
-                               range("backPressureMessages", c.back_pressure_messages, 1, 1u << 24),
-                               range("resendCapacity", c.resend_capacity, 1, 1u << 22),
-                               range("maxQueuedMessages", c.max_queued_messages, c.back_pressure_messages,
-                                     c.resend_capacity)}) {
-    if (!e.empty()) return e;
+// The largest message a session may send (config_limits.def) is what the codec can hold.
+#define QPGATE_X(js, member, lo, hi, def, help) \
+  static_assert(std::string_view{#js} != "maxMessageBytes" || hi == kMaxMessageBytes);
+QPGATE_ORDERS_SESSION_LIMITS(QPGATE_X)
+#undef QPGATE_X
+
+namespace {
+
+std::string out_of_range(const char* name, std::uint32_t v, std::uint32_t lo, std::uint32_t hi) {
+  if (v >= lo && v <= hi) return "";
+  return std::string{name} + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::to_string(v);
+}
+
+// The limits of config_limits.def, then the one rule between them.
+std::string limits_error(const ServiceConfig& c) {
+  std::string e;
+#define QPGATE_X(js, member, lo, hi, def, help) \
+  if (e.empty()) e = out_of_range(#js, c.member, lo, hi);
+  QPGATE_ORDERS_SESSION_LIMITS(QPGATE_X)
+#undef QPGATE_X
+#define QPGATE_X(js, member, lo, hi, def, help) \
+  if (e.empty()) e = out_of_range(#js, c.handler.member, lo, hi);
+  QPGATE_ORDERS_HANDLER_LIMITS(QPGATE_X)
+#undef QPGATE_X
+  if (e.empty()) {
+    e = out_of_range("maxQueuedMessages", c.max_queued_messages, c.back_pressure_messages, c.resend_capacity);
   }
+  return e;
+}
+
+}  // namespace
+
+std::string validate(const ServiceConfig& c) {
+  if (std::string e = limits_error(c); !e.empty()) return e;
   if (c.handler.journal.path.empty()) return "journal.path must be a non-empty path";
   if (c.handler.instruments.empty()) return "instruments must list at least one instrument";
   for (std::size_t i = 0; i < c.handler.instruments.size(); ++i) {
@@ -406,7 +427,7 @@ bool OrderService::held_too_long(RcSession& s, bool over_limit, std::uint64_t no
     s.held_ns += std::min(now_ns - s.held_checked_ns, kMaxStallStepNs);
   }
   s.held_checked_ns = now_ns;
-  return s.held_ns > config_.stall_ns;
+  return s.held_ns > std::uint64_t{config_.stall_timeout_ms} * 1'000'000;
 }
 
 int OrderService::pace_sessions(std::uint64_t now_ns) {

@@ -17,7 +17,7 @@
 // gateway's own JS handler) holds every session's receives. A session that
 // still does not read — its queue passes `max_queued_messages`, as fills
 // for its resting orders keep coming, and nothing could be posted to it for
-// `stall_ns` — is ended (lost, below); what was queued is in the journal,
+// `stall_timeout_ms` — is ended (lost, below); what was queued is in the journal,
 // and its next Hello gets it again (the ResendStore rebuilt from there). (The time keeps a client that does read
 // from being ended by a burst: one order sweeping thousands of its resting
 // orders queues thousands of fills at once.) That time is the gateway's own:
@@ -77,13 +77,13 @@ struct ServiceConfig {
   HandlerConfig handler;               // sessions come from open_session; on_replayed is the service's
   std::vector<InstrumentFeed> feeds;   // channel and depth per instrument (used with a feed publisher)
   std::uint32_t feed_publisher_id = 0; // 0 = trades and book changes are not published
-  std::uint32_t recv_depth = 256;
-  std::uint32_t send_depth = 256;
-  std::uint32_t max_message_bytes = 512;
-  std::uint32_t back_pressure_messages = 1024;
-  std::uint32_t max_queued_messages = 4096;  // a session's queue beyond this ends it (<= resend_capacity) ...
-  std::uint64_t stall_ns = 1'000'000'000;    // ... once nothing could be posted to it for this long
-  std::uint32_t resend_capacity = 4096;      // sequenced messages kept per session for Hello resends
+  // recv_depth, send_depth, max_message_bytes, back_pressure_messages,
+  // resend_capacity, max_queued_messages (a session's queue beyond this ends
+  // it ...) and stall_timeout_ms (... once nothing could be posted to it for
+  // this long): config_limits.def.
+#define QPGATE_X(js, member, lo, hi, def, help) std::uint32_t member = def;
+  QPGATE_ORDERS_SESSION_LIMITS(QPGATE_X)
+#undef QPGATE_X
   int gid_index = -1;                    // -1: the first IPv4-mapped GID of port 1 (else the first set one)
   verbs::RcParams rc;                    // timers and hop limit; psn, mtu, access and sgid_index are per session
 };
@@ -212,7 +212,7 @@ class OrderService {
   int post_ready();
   // Per-session back-pressure and the queue cap; returns the receives re-posted.
   int pace_sessions(std::uint64_t now_ns);
-  // Adds this cycle to the time `s` held a queue over the cap (over_limit), or resets it; true past stall_ns.
+  // Adds this cycle to the time `s` held a queue over the cap (over_limit), or resets it; true past stall_timeout_ms.
   bool held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const;
   void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;

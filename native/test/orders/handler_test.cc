@@ -202,7 +202,7 @@ TEST_F(HandlerTest, ThrottledRequestsAreNotSequencedJournaledOrRemembered) {
 
 TEST_F(HandlerTest, ASessionPastItsShareOfClientOrderIdsGetsIdLimitAndOthersGoOn) {
   HandlerConfig c = small_config(dir_.file("journal2"));
-  c.max_client_order_ids_per_session = 3;
+  c.max_client_order_ids = 3;
   open(c);
   for (std::uint64_t i = 1; i <= 3; ++i) EXPECT_NE(first<Ack>(send(h(), kSessionA, buy(i, 100, 1)), kSessionA), nullptr);
   const Reject& rj = must<Reject>(send(h(), kSessionA, buy(4, 100, 1)), kSessionA);

@@ -38,28 +38,30 @@ TEST(OrderSessions, ResendStoresGrowWithUseAndAreFreedOnClose) {
 TEST(OrderSessions, AHelloForMessagesNoLongerKeptResendsWhatIsKeptAndCountsTheGap) {
   TempDir dir;
   ServiceConfig cfg = service_config(dir.file("journal"));
-  cfg.resend_capacity = 2;
-  cfg.back_pressure_messages = 2;
-  cfg.max_queued_messages = 2;
+  cfg.resend_capacity = 16;  // the least config_limits.def allows
+  cfg.back_pressure_messages = 16;
+  cfg.max_queued_messages = 16;
   Gateway gw("127.66.10.1", cfg);
   ASSERT_TRUE(gw.service);
   Client a("127.66.10.2");
   ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
   a.send(Hello{0});
-  for (std::uint64_t i = 1; i <= 4; ++i) a.send(buy(i, 100, 1));
-  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 4; }));
+  for (std::uint64_t i = 1; i <= 18; ++i) a.send(buy(i, 100, 1));
+  ASSERT_TRUE(gw.run_until({&a}, [&] { return a.answers == 18; }));
   ASSERT_TRUE(gw.service->close_session(kSessionA, qpgate::monotonic_ns()));
   Client again("127.66.10.3");
   ASSERT_TRUE(again.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, false).ok());
   again.send(Hello{0});
-  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 3; }));
+  ASSERT_TRUE(gw.run_until({&again}, [&] { return again.received.size() == 17; }));
   gw.run_for({&again}, 20ms);
-  ASSERT_EQ(again.received.size(), 3u);
+  ASSERT_EQ(again.received.size(), 17u);
   const Welcome* w = again.received[0]->as<Welcome>();
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->app_seq, 4u);
+  EXPECT_EQ(w->app_seq, 18u);
   EXPECT_EQ(w->resend_from, 1u);
-  EXPECT_EQ(app_seqs(again), (std::vector<std::uint64_t>{3, 4}));  // 1 and 2 are no longer kept
+  std::vector<std::uint64_t> kept;
+  for (std::uint64_t s = 3; s <= 18; ++s) kept.push_back(s);
+  EXPECT_EQ(app_seqs(again), kept);  // 1 and 2 are no longer kept
   EXPECT_EQ(gw.service->counters().resend_gaps.get(), 2u);
 }
 

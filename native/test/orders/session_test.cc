@@ -184,8 +184,8 @@ TEST(OrderSessions, CloseCancelsRestingOrdersAndTheSameSessionResumesAfterHello)
 TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) {
   TempDir dir;
   ServiceConfig cfg = service_config(dir.file("journal"));
-  cfg.recv_depth = 4;
-  cfg.send_depth = 4;
+  cfg.recv_depth = 8;  // the least config_limits.def allows
+  cfg.send_depth = 8;
   cfg.back_pressure_messages = 2;
   Gateway gw("127.66.3.1", cfg);
   ASSERT_TRUE(gw.service);
@@ -194,9 +194,9 @@ TEST(OrderSessions, BackPressureStopsReceivesSoClientsGetRnrNaksAndNoAckIsLost) 
   a.repost = false;
   ASSERT_TRUE(a.handshake(*gw.service, kSessionA, SessionRole::kTrading, {kAccountA}, true, 2).ok());
   a.send(Hello{0});
-  // Welcome and the first Ack fill its receives, four answers its send
+  // Welcome and the first Ack fill its receives, eight answers its send
   // slots; past two more, its own queue holds its receives back.
-  constexpr std::uint64_t kFirst = 10;
+  constexpr std::uint64_t kFirst = 14;
   for (std::uint64_t i = 1; i <= kFirst; ++i) a.send(buy(i, 100, 1));
   auto pressed = [&] { return gw.service->sessions()[0].back_pressured; };
   ASSERT_TRUE(gw.run_until({&a}, [&] { return pressed() && gw.service->counters().received.get() == kFirst + 1; }))
@@ -238,7 +238,7 @@ TEST(OrderSessions, ASessionThatStopsReadingIsEndedAloneAndGetsEveryFillOnReconn
   ServiceConfig cfg = service_config(dir.file("journal"));
   cfg.back_pressure_messages = 4;
   cfg.max_queued_messages = 8;
-  cfg.stall_ns = 200'000'000;
+  cfg.stall_timeout_ms = 200;
   Gateway gw("127.66.14.1", cfg);
   ASSERT_TRUE(gw.service);
   constexpr std::uint64_t kResting = 40;  // more fills than its receives, send slots and max_queued_messages
@@ -282,14 +282,14 @@ TEST(OrderSessions, ASessionThatStopsReadingIsEndedAloneAndGetsEveryFillOnReconn
 
 // The stall that ends a slow session is time the gateway watched it: a gateway
 // that was itself not running (descheduled, a stuck cycle) does not blame the
-// client for that gap, and still ends it once it has watched it for stall_ns.
+// client for that gap, and still ends it once it has watched it for stall_timeout_ms.
 TEST(OrderSessions, TimeTheGatewayWasNotRunningIsNotCountedAgainstASlowSession) {
   using namespace std::chrono_literals;
   TempDir dir;
   ServiceConfig cfg = service_config(dir.file("journal"));
   cfg.back_pressure_messages = 4;
   cfg.max_queued_messages = 8;
-  cfg.stall_ns = 1'000'000'000;
+  cfg.stall_timeout_ms = 1000;
   Gateway gw("127.66.17.1", cfg);
   ASSERT_TRUE(gw.service);
   constexpr std::uint64_t kResting = 40;  // as above: more fills than A's receives, send slots and the cap
@@ -306,11 +306,11 @@ TEST(OrderSessions, TimeTheGatewayWasNotRunningIsNotCountedAgainstASlowSession) 
   ASSERT_EQ(gw.service->counters().slow_disconnects.get(), 0u);
   ASSERT_GT(gw.service->sessions()[0].queued, cfg.max_queued_messages) << "A holds its fills";
 
-  std::this_thread::sleep_for(1500ms);  // the gateway does not run: longer than stall_ns
+  std::this_thread::sleep_for(1500ms);  // the gateway does not run: longer than stall_timeout_ms
   gw.run_for({&a, &b}, 100ms);
   EXPECT_EQ(gw.service->counters().slow_disconnects.get(), 0u) << "ended for a gap the gateway itself was not running";
   EXPECT_FALSE(gw.service->session(kSessionA)->disconnected);
-  // Watched for stall_ns, A is ended; B never was.
+  // Watched for stall_timeout_ms, A is ended; B never was.
   ASSERT_TRUE(gw.run_until({&a, &b}, [&] { return gw.service->counters().slow_disconnects.get() == 1; }, 5s));
   EXPECT_FALSE(gw.service->session(kSessionB)->disconnected);
 }

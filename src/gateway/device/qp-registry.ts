@@ -11,6 +11,7 @@
 // QPs made natively (the feed publisher's UD QP) are listed through a
 // ListedQp their owner provides: query() throws once the owner has gone.
 import type { CreateQpOptions, ProtectionDomain, QpAttr, QueuePair } from '../../native/verbs.js';
+import type { QpCounterName } from '../../declared/qp-counters.js';
 
 /** What the registry reads of a QP: a verbs QueuePair, or a native QP seen through its owner. */
 export interface ListedQp {
@@ -71,11 +72,12 @@ export interface QpView {
   naksSent: Record<NakCode, number>;
   rnrNaks: { received: number; sent: number };
   createdAt: string;
-  /** Every transport counter of the QP (qp_counters.h names). */
+  /** Every transport counter of the QP (qp_counters.def names). */
   counters: Readonly<Record<string, number>>;
 }
 
-const c = (counters: Readonly<Record<string, number>>, name: string): number => counters[name] ?? 0;
+// The names are qp_counters.def's (QpCounterName): a misspelt one does not compile.
+const c = (counters: Readonly<Record<string, number>>, name: QpCounterName): number => counters[name] ?? 0;
 
 export function qpView(t: TrackedQp): QpView {
   const a = t.qp.query();

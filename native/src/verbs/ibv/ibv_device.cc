@@ -284,6 +284,9 @@ std::vector<std::string> list_ibv_devices() {
   return out;
 }
 
+// long because: one linear open in rdma-core's order (device list, context,
+// async fd, port, GID table, interface), each step with its own precise error
+// (DeviceShared releases what was opened), as the *_pingpong examples read.
 Result<std::unique_ptr<IbvDevice>> open_ibv_device(const IbvDeviceOptions& o) {
   auto d = std::make_shared<DeviceShared>();
   d->port_num = o.port_num;

@@ -5,7 +5,8 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { GatewayState } from '../../state.js';
 import { errorResponses } from '../errors.js';
-import { NAK_CODES, type QpView } from '../../device/qp-registry.js';
+import type { QpView } from '../../device/qp-registry.js';
+import { QP_METRICS } from '../../../declared/qp-counters.js';
 import { hwCounters } from '../../device/device.js';
 
 export function createRegistry(state: GatewayState): Registry {
@@ -288,28 +289,13 @@ function qpMetrics(registry: Registry, state: GatewayState): void {
         for (const q of list()) fill(q, (l, v) => this.inc({ qpn: String(q.qpn), ...l }, v));
       },
     });
-  qpCounter('qpgate_qp_packets_total', 'Packets sent and received by the QP.', ['direction'], (q, inc) => {
-    inc({ direction: 'tx' }, q.packets.sent);
-    inc({ direction: 'rx' }, q.packets.received);
-  });
-  qpCounter('qpgate_qp_retransmitted_packets_total', 'Request packets sent again by go-back-N.', [], (q, inc) => inc({}, q.retransmits.packets));
-  qpCounter('qpgate_qp_retransmissions_total', 'Go-back-N retransmission rounds started.', [], (q, inc) => inc({}, q.retransmits.rounds));
-  qpCounter('qpgate_qp_timeouts_total', 'Local ACK timeouts that fired.', [], (q, inc) => inc({}, q.timeouts));
-  qpCounter('qpgate_qp_retry_exceeded_total', 'Work requests failed with retry or RNR retry exhausted.', ['kind'], (q, inc) => {
-    inc({ kind: 'retry' }, q.retryExceeded);
-    inc({ kind: 'rnr' }, q.rnrRetryExceeded);
-  });
-  qpCounter('qpgate_qp_path_migrations_total', 'Moves to the alternate path (automatic path migration, IBV_EVENT_PATH_MIG).', [], (q, inc) => inc({}, q.pathMigrations));
-  qpCounter('qpgate_qp_naks_received_total', 'NAKs received, by code (psn_seq_err, inv_req, rem_access, rem_op, other).', ['code'], (q, inc) => {
-    for (const code of NAK_CODES) inc({ code }, q.naksReceived[code]);
-  });
-  qpCounter('qpgate_qp_naks_sent_total', 'NAKs sent, by code.', ['code'], (q, inc) => {
-    for (const code of NAK_CODES) if (code !== 'other') inc({ code }, q.naksSent[code]);
-  });
-  qpCounter('qpgate_qp_rnr_naks_total', 'RNR NAKs, by direction (received: the peer had no receive WQE; sent: we had none).', ['direction'], (q, inc) => {
-    inc({ direction: 'received' }, q.rnrNaks.received);
-    inc({ direction: 'sent' }, q.rnrNaks.sent);
-  });
+  // The qpgate_qp_* counters are declared with the counters they export
+  // (native/src/verbs/soft/qp_counters.def, through src/declared/qp-counters.ts).
+  for (const family of QP_METRICS) {
+    qpCounter(family.name, family.help, family.labelName === '' ? [] : [family.labelName], (q, inc) => {
+      for (const { counter, label } of family.counters) inc(label === '' ? {} : { [family.labelName]: label }, q.counters[counter] ?? 0);
+    });
+  }
 }
 
 /**

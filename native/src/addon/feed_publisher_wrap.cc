@@ -1,0 +1,273 @@
+// feed.createPublisher and the FeedPublisher handle it returns (feed_wrap.h).
+#include "feed_wrap_support.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_wrap.h"
+#include "feed/feed_agent.h"
+#include "feed/feed_records.h"
+#include "js_number.h"
+#include "verbs/gid.h"
+#include "verbs/soft/soft_device.h"
+#include "verbs/soft/soft_qp.h"
+#include "verbs_convert.h"
+
+namespace qpgate::addon::feed_wrap {
+namespace {
+
+class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "FeedPublisher",
+                       {InstanceAccessor<&PublisherWrap::Id>("id"), InstanceAccessor<&PublisherWrap::Session>("session"),
+                        InstanceMethod<&PublisherWrap::Stats>("stats"),
+                        InstanceMethod<&PublisherWrap::LatencyCounts>("latencyCounts"),
+                        InstanceMethod<&PublisherWrap::SetLineMask>("setLineMask"),
+                        InstanceMethod<&PublisherWrap::Qp>("qp"),
+                        InstanceMethod<&PublisherWrap::OpenRecoverySession>("openRecoverySession"),
+                        InstanceMethod<&PublisherWrap::CloseRecoverySession>("closeRecoverySession"),
+                        InstanceMethod<&PublisherWrap::RecoverySessions>("recoverySessions"),
+                        InstanceMethod<&PublisherWrap::Close>("close")});
+  }
+  explicit PublisherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PublisherWrap>(info) {}
+  ~PublisherWrap() override {
+    try {
+      release();
+    } catch (...) {
+      // A finalizer must not throw; the engine counted the failed task.
+    }
+  }
+
+  void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
+    h_.bind(info, r.engine, r.agent, id);
+    device_ = r.device;
+    stats_ = std::move(stats);
+  }
+
+ private:
+  // Closes it on the engine thread; its rings and snapshot stores come back
+  // and are freed here, off the engine thread. Idempotent.
+  void release() {
+    if (h_.id == 0) return;
+    const std::uint32_t id = h_.id;
+    h_.id = 0;
+    feed::FeedAgent* agent = h_.agent;
+    feed::PublisherReservation released;
+    h_.engine->run_on_engine([&] {
+      // Its recovery sessions go with it (their QPs to ERR).
+      for (const auto& s : agent->recovery_sessions()) {
+        if (s.publisher == id) agent->close_recovery_session(s.session);
+      }
+      (void)agent->remove_publisher(id, released);
+    });
+  }
+  std::uint32_t live_id(Napi::Env env) const {
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    return h_.id;
+  }
+  // openRecoverySession({session, channels, remote: {qpn, psn, gid, mtu}, limits?}) → {qpn, psn, gid, mtu, regions: []}
+  Napi::Value OpenRecoverySession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::string where = "publisher.openRecoverySession";
+    if (!info[0].IsObject()) throw Napi::TypeError::New(env, where + ": options must be an object {session, channels, remote, limits?}");
+    Napi::Object o = info[0].As<Napi::Object>();
+    feed::RecoverySessionConfig c;
+    c.publisher = live_id(env);
+    c.session = to_u32(env, o.Get("session"), where + ": session");
+    if (c.session == 0) throw Napi::RangeError::New(env, where + ": session must be > 0");
+    if (!o.Get("channels").IsArray()) throw Napi::TypeError::New(env, where + ": channels must be an array of channel ids");
+    Napi::Array chans = o.Get("channels").As<Napi::Array>();
+    for (std::uint32_t i = 0; i < chans.Length(); ++i) {
+      c.channels.push_back(static_cast<std::uint16_t>(to_u32(env, chans.Get(i), where + ": channels[" + std::to_string(i) + "]", 0xffff)));
+    }
+    c.remote = rc_peer_of(env, o.Get("remote"), where + ": remote");
+    c.limits = limits_of(env, o.Get("limits"), where + ": limits");
+    verbs::Result<verbs::RcPeer> local = verbs::Error{};
+    feed::FeedAgent* agent = h_.agent;
+    verbs::Device* device = device_;
+    h_.engine->run_on_engine([&] { local = agent->open_recovery_session(*device, c); });
+    if (!local.ok()) throw verbs_error(env, local.error());
+    Napi::Object out = rc_peer_to_js(env, *local);
+    out.Set("regions", Napi::Array::New(env, 0));
+    return out;
+  }
+  Napi::Value CloseRecoverySession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t session = to_u32(env, info[0], "publisher.closeRecoverySession: session");
+    const std::uint32_t id = live_id(env);
+    bool closed = false;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] {
+      for (const auto& s : agent->recovery_sessions()) {
+        if (s.session == session && s.publisher == id) closed = agent->close_recovery_session(session);
+      }
+    });
+    return Napi::Boolean::New(env, closed);
+  }
+  Napi::Value RecoverySessions(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t id = live_id(env);
+    std::vector<feed::RecoverySessionInfo> all;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] { all = agent->recovery_sessions(); });
+    Napi::Array out = Napi::Array::New(env);
+    std::uint32_t n = 0;
+    for (const auto& s : all) {
+      if (s.publisher == id) out.Set(n++, recovery_session_to_js(env, s));
+    }
+    return out;
+  }
+  Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
+  Napi::Value Session(const Napi::CallbackInfo& info) { return num(info.Env(), stats_->session.get()); }
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const feed::PublisherStats& s = *stats_;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("session", num(env, s.session.get()));
+    o.Set("reservedBytes", num(env, s.reserved_bytes.get()));
+    o.Set("records", num(env, s.records.get()));
+    o.Set("rejectedRecords", num(env, s.rejected_records.get()));
+    o.Set("retries", num(env, s.retries.get()));
+    o.Set("postErrors", num(env, s.post_errors.get()));
+    o.Set("sendErrors", num(env, s.send_errors.get()));
+    o.Set("suppressed", num(env, s.suppressed.get()));
+    o.Set("publishLatencyCount", num(env, s.publish_latency.total()));
+    Napi::Array chans = Napi::Array::New(env, s.channels.size());
+    for (std::size_t i = 0; i < s.channels.size(); ++i) {
+      const feed::PublisherChannelCounters& c = s.channels[i];
+      Napi::Object co = Napi::Object::New(env);
+      co.Set("id", Napi::Number::New(env, c.id));
+      co.Set("frames", num(env, c.frames.get()));
+      co.Set("messages", num(env, c.messages.get()));
+      co.Set("bytes", num(env, c.bytes.get()));
+      co.Set("heartbeats", num(env, c.heartbeats.get()));
+      co.Set("nextSeq", num(env, c.next_seq.get()));
+      co.Set("ringFrames", num(env, c.ring_frames.get()));
+      co.Set("snapshotSlots", num(env, c.snapshot_slots.get()));
+      co.Set("reservedBytes", num(env, c.reserved_bytes.get()));
+      chans.Set(static_cast<std::uint32_t>(i), co);
+    }
+    o.Set("channels", chans);
+    return o;
+  }
+  Napi::Value LatencyCounts(const Napi::CallbackInfo& info) { return histogram_counts(info.Env(), stats_->publish_latency); }
+  Napi::Value SetLineMask(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::uint32_t mask = to_u32(env, info[0], "publisher.setLineMask: mask", 3);
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    h_.engine->run_on_engine([&] {
+      if (feed::Publisher* p = agent->publisher(id)) p->set_line_mask(static_cast<std::uint8_t>(mask));
+    });
+    return env.Undefined();
+  }
+  // qp(): the publisher's UD QP as QueuePair.query() describes one, with its
+  // qpNum and the soft transport's counters. The QP is made natively, so the
+  // verbs bindings cannot list it; /v1/qps reads it through here. Copied on
+  // the engine thread: the publisher may go away right after.
+  Napi::Value Qp(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    bool found = false;
+    verbs::Result<verbs::QpAttr> attr = verbs::Error{};
+    verbs::QpInitAttr init;
+    std::uint32_t qpn = 0;
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> wrs;  // send outstanding, receive posted (soft)
+    std::vector<std::pair<std::string_view, std::uint64_t>> counters;
+    h_.engine->run_on_engine([&] {
+      const feed::Publisher* p = agent->publisher(id);
+      if (p == nullptr) return;
+      found = true;
+      const verbs::QueuePair& qp = p->qp();
+      attr = qp.query();
+      init = qp.init_attr();
+      qpn = qp.qp_num();
+      if (const verbs::soft::SoftQp* sqp = verbs::soft::as_soft_qp(qp)) {
+        wrs.emplace(sqp->send_wrs_outstanding(), sqp->recv_wrs_posted());
+        sqp->counters().for_each([&](std::string_view name, std::uint64_t v) { counters.emplace_back(name, v); });
+      }
+    });
+    if (!found) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    if (!attr.ok()) throw verbs_error(env, attr.error());
+    Napi::Object o = qp_attr_to_js(env, *attr, init);
+    o.Set("qpNum", Napi::Number::New(env, qpn));
+    if (wrs) {
+      o.Set("sendWrsOutstanding", Napi::Number::New(env, wrs->first));
+      o.Set("recvWrsPosted", Napi::Number::New(env, wrs->second));
+    }
+    Napi::Object c = Napi::Object::New(env);
+    for (const auto& [name, v] : counters) c.Set(std::string(name), num(env, v));
+    o.Set("counters", c);
+    return o;
+  }
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+
+  Handle h_;
+  verbs::Device* device_ = nullptr;  // kept alive by h_.device_js
+  std::shared_ptr<feed::PublisherStats> stats_;
+};
+
+// createPublisher(engine, device, {channels: [{id, groupA, groupB?, frameSize?, heartbeatMs?,
+//   ring?: {frames?, bytes?}, snapshotSlots?}], sendSlots?, hopLimit?})
+}  // namespace
+
+Napi::Function define_publisher(Napi::Env env) { return PublisherWrap::Define(env); }
+
+Napi::Value create_publisher(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* classes = static_cast<FeedClasses*>(info.Data());
+  const Resolved r = resolve(info, *classes, "feed.createPublisher");
+  Napi::Object cfg = info[2].As<Napi::Object>();
+  feed::PublisherConfig pc;
+  Napi::Array chans = channels_of(env, cfg, "feed.createPublisher");
+  for (std::uint32_t i = 0; i < chans.Length(); ++i) {
+    const std::string where = "feed.createPublisher: channels[" + std::to_string(i) + "]";
+    if (!chans.Get(i).IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+    Napi::Object c = chans.Get(i).As<Napi::Object>();
+    feed::PublisherChannelConfig ch;
+    ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
+    ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
+    if (has(c, "groupB")) ch.group_b = group_of(env, c.Get("groupB"), where + ".groupB");
+    if (has(c, "frameSize")) ch.frame_bytes = to_u32(env, c.Get("frameSize"), where + ".frameSize", 4096);
+    if (has(c, "heartbeatMs")) ch.heartbeat_ns = std::uint64_t{to_u32(env, c.Get("heartbeatMs"), where + ".heartbeatMs", 3'600'000)} * 1'000'000;
+    if (has(c, "ring")) {
+      if (!c.Get("ring").IsObject()) throw Napi::TypeError::New(env, where + ".ring must be an object {frames, bytes}");
+      Napi::Object ring = c.Get("ring").As<Napi::Object>();
+      if (has(ring, "frames")) ch.ring.max_frames = to_u32(env, ring.Get("frames"), where + ".ring.frames", 1u << 24);
+      if (has(ring, "bytes")) ch.ring.max_bytes = to_u32(env, ring.Get("bytes"), where + ".ring.bytes", 1u << 31);
+    }
+    if (has(c, "snapshotSlots")) ch.snapshot.slot_count = to_u32(env, c.Get("snapshotSlots"), where + ".snapshotSlots", 1u << 22);
+    pc.channels.push_back(ch);
+  }
+  if (has(cfg, "sendSlots")) pc.send_slots = to_u32(env, cfg.Get("sendSlots"), "feed.createPublisher: sendSlots", 16384);
+  if (has(cfg, "hopLimit")) pc.hop_limit = static_cast<std::uint8_t>(to_u32(env, cfg.Get("hopLimit"), "feed.createPublisher: hopLimit", 255));
+  if (std::string e = feed::validate(pc); !e.empty()) throw Napi::TypeError::New(env, "feed.createPublisher: " + e);
+
+  // Allocated and touched here, on the JS thread: the engine thread only takes the pointers.
+  auto memory = feed::reserve(pc, r.engine->placement().plan.numa_node);
+  if (!memory.ok()) throw reservation_error(env, "feed.createPublisher", memory.error());
+  verbs::Result<std::uint32_t> id = verbs::Error{};
+  std::shared_ptr<feed::PublisherStats> stats;
+  run_on_engine(env, *r.engine, "feed.createPublisher", [&] {
+    id = r.agent->add_publisher(*r.device, pc, std::move(memory).value());
+    if (id.ok()) stats = r.agent->publisher(*id)->stats();
+  });
+  if (!id.ok()) throw verbs_error(env, id.error());
+  Napi::Object js = classes->publisher.New({});
+  PublisherWrap::Unwrap(js)->init(info, r, *id, std::move(stats));
+  return js;
+}
+
+}  // namespace qpgate::addon::feed_wrap

@@ -1,0 +1,154 @@
+#include "feed_wrap_support.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_wrap.h"
+#include "feed/feed_agent.h"
+#include "feed/feed_records.h"
+#include "js_number.h"
+#include "verbs/gid.h"
+#include "verbs/soft/soft_device.h"
+#include "verbs/soft/soft_qp.h"
+#include "verbs_convert.h"
+
+namespace qpgate::addon::feed_wrap {
+
+std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  if (!v.IsString()) throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address string like '239.77.0.1'");
+  const std::string text = v.As<Napi::String>().Utf8Value();
+  const auto ip = verbs::ipv4_parse(text);
+  if (!ip || !verbs::ipv4_is_multicast(*ip)) {
+    throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address (224.0.0.0/4), got '" + text + "'");
+  }
+  return *ip;
+}
+
+bool has(const Napi::Object& o, const char* key) { return o.Has(key) && !o.Get(key).IsUndefined(); }
+
+Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) {
+  constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;
+  Napi::Float64Array out = Napi::Float64Array::New(env, n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<double>(h.count_at_index(i));
+  return out;
+}
+
+verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object {qpn, psn, gid, mtu}");
+  Napi::Object o = v.As<Napi::Object>();
+  verbs::RcPeer p;
+  p.qpn = to_u32(env, o.Get("qpn"), where + ".qpn", 0xffffff);
+  p.psn = to_u32(env, o.Get("psn"), where + ".psn", 0xffffff);
+  p.gid = to_gid(env, o.Get("gid"), where + ".gid");
+  const std::uint32_t mtu = to_u32(env, o.Get("mtu"), where + ".mtu", 4096);
+  if (!verbs::mtu_from_bytes(mtu, &p.mtu)) throw Napi::RangeError::New(env, where + ".mtu must be 256, 512, 1024, 2048 or 4096");
+  return p;
+}
+
+Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("qpn", Napi::Number::New(env, p.qpn));
+  o.Set("psn", Napi::Number::New(env, p.psn));
+  o.Set("gid", Napi::String::New(env, p.gid.to_string()));
+  o.Set("mtu", Napi::Number::New(env, verbs::mtu_to_bytes(p.mtu)));
+  return o;
+}
+
+Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionInfo& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("session", Napi::Number::New(env, s.session));
+  o.Set("publisher", Napi::Number::New(env, s.publisher));
+  o.Set("qpn", Napi::Number::New(env, s.qpn));
+  o.Set("state", Napi::String::New(env, std::string(verbs::qp_state_name(s.state))));
+  Napi::Array chans = Napi::Array::New(env, s.channels.size());
+  for (std::size_t i = 0; i < s.channels.size(); ++i) chans.Set(static_cast<std::uint32_t>(i), Napi::Number::New(env, s.channels[i]));
+  o.Set("channels", chans);
+  const feed::RecoverySessionCounters& c = *s.counters;
+  o.Set("requests", num(env, c.requests.get()));
+  o.Set("retransmitRequests", num(env, c.retransmit_requests.get()));
+  o.Set("snapshotRequests", num(env, c.snapshot_requests.get()));
+  o.Set("replies", num(env, c.replies.get()));
+  o.Set("framesSent", num(env, c.frames_sent.get()));
+  o.Set("bytesSent", num(env, c.bytes_sent.get()));
+  o.Set("snapshotsSent", num(env, c.snapshots_sent.get()));
+  o.Set("errors", num(env, c.errors.get()));
+  o.Set("silenced", Napi::Boolean::New(env, c.silenced.get() != 0));
+  Napi::Object by = Napi::Object::New(env);
+  for (std::size_t i = 1; i < feed::recovery::kStatusCount; ++i) {
+    by.Set(std::string(feed::recovery::status_name(static_cast<feed::recovery::Status>(i))), num(env, c.by_status[i].get()));
+  }
+  o.Set("byStatus", by);
+  o.Set("throttled", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kThrottled)].get()));
+  o.Set("rangeGone", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kRangeGone)].get()));
+  Napi::Object rep = Napi::Object::New(env);
+  rep.Set("reports", num(env, c.reports.get()));
+  rep.Set("lastReportNs", num(env, c.last_report_ns.get()));
+  rep.Set("queued", num(env, c.report_queued.get()));
+  rep.Set("dropped", num(env, c.report_dropped.get()));
+  rep.Set("conflated", num(env, c.report_conflated.get()));
+  rep.Set("gaps", num(env, c.report_gaps.get()));
+  rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
+  rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
+  rep.Set("otherSessionFrames", num(env, c.report_other_session_frames.get()));
+  o.Set("subscriber", rep);
+  return o;
+}
+
+feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& where) {
+  feed::RecoveryLimits l;
+  if (v.IsUndefined()) return l;
+  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  auto opt = [&](const char* key, auto& dst, std::uint32_t max) {
+    if (o.Has(key) && !o.Get(key).IsUndefined()) dst = to_u32(env, o.Get(key), where + "." + key, max);
+  };
+  opt("maxMessages", l.max_messages, 1u << 20);
+  opt("messagesPerSecond", l.messages_per_second, 0xffffffffu);
+  opt("burstMessages", l.burst_messages, 0xffffffffu);
+  opt("replyBytes", l.reply_bytes, 1u << 24);
+  opt("sendSlots", l.send_slots, 1024);
+  opt("recvSlots", l.recv_slots, 1024);
+  if (o.Has("silenceTimeoutMs") && !o.Get("silenceTimeoutMs").IsUndefined()) {
+    l.silence_timeout_ns = std::uint64_t{to_u32(env, o.Get("silenceTimeoutMs"), where + ".silenceTimeoutMs", 3'600'000)} * 1'000'000;
+  }
+  if (std::string e = feed::validate(l); !e.empty()) throw Napi::RangeError::New(env, where + ": " + e);
+  return l;
+}
+
+Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, const char* what) {
+  Napi::Env env = info.Env();
+  EngineWrap* ew = EngineWrap::FromValue(info[0]);
+  if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
+  Resolved r;
+  r.engine = ew->engine();
+  r.device = device_of(info[1], *classes.verbs);
+  if (r.device == nullptr) {
+    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
+  }
+  if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
+  if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
+  r.agent = ew->agents().feed;
+  return r;
+}
+
+Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* what) {
+  Napi::Value v = config.Get("channels");
+  if (!v.IsArray() || v.As<Napi::Array>().Length() == 0) {
+    throw Napi::TypeError::New(env, std::string(what) + ": config.channels must be a non-empty array");
+  }
+  return v.As<Napi::Array>();
+}
+
+Napi::Error reservation_error(Napi::Env env, const std::string& what, const verbs::Error& e) {
+  if (e.code != ENOMEM) return Napi::TypeError::New(env, what + ": " + e.message);
+  Napi::Error err = Napi::Error::New(env, e.message);  // "feed publisher: ..." says what
+  err.Set("code", Napi::String::New(env, "ENOMEM"));
+  return err;
+}
+
+}  // namespace qpgate::addon::feed_wrap
