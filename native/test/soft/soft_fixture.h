@@ -37,7 +37,7 @@ struct Host {
     init.send_cq = &scq;
     init.recv_cq = &rcq;
     init.qp_context = qpn;
-    SoftQpContext ctx{wire_.port(ip), mrs, events, mcast, membership, ip, gid_of(ip), kPd, &scq, &rcq, srq, qpn, init};
+    SoftQpContext ctx{wire_.port(ip), mrs, events, mcast, membership, ip, gid_of(ip), {ip}, kPd, &scq, &rcq, srq, qpn, init};
     ctx.active_mtu = active;
     EXPECT_TRUE(SoftQp::check_init(ctx).ok());
     auto qp = std::make_unique<SoftQp>(ctx);
