@@ -70,8 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   init.cap.max_recv_sge = 2;
   init.send_cq = &scq;
   init.recv_cq = &rcq;
-  SoftQpContext ctx{tx, mrs, events, mcast, membership, wire::IpAddress::v4(10, 0, 0, 1),
-                    Gid::from_ipv4(0x0a000001), 1, &scq, &rcq, nullptr, 0x11, init};
+  const wire::IpAddress local = wire::IpAddress::v4(10, 0, 0, 1);
+  SoftQpContext ctx{tx, mrs, events, mcast, membership, local, Gid::from_ipv4(0x0a000001), {local}, 1, &scq, &rcq, nullptr, 0x11, init};
   SoftQp qp(ctx);
   QpAttr a;
   a.qp_state = QpState::INIT;
