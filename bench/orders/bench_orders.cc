@@ -62,7 +62,7 @@ std::vector<Request> make_requests(std::size_t n) {
   return v;
 }
 
-HandlerConfig config(const std::string& path, SyncPolicy sync, std::uint32_t group, std::size_t ids) {
+HandlerConfig config(const std::string& path, SyncPolicy sync, std::uint32_t group, std::uint32_t ids) {
   HandlerConfig c;
   InstrumentConfig ins;
   ins.book = BookConfig{kInstrument, 1, 1, 10000, SelfMatchPolicy::kCancelNewest};
@@ -106,7 +106,7 @@ void bench_ack_path(const char* name, const std::vector<Request>& reqs, const st
   const std::string path = dir + "/bench-orders.journal";
   std::filesystem::remove(path);
   std::string error;
-  auto h = OrderHandler::open(config(path, sync, 1024, reqs.size() * 2), error);  // poll() ends each batch
+  auto h = OrderHandler::open(config(path, sync, 1024, static_cast<std::uint32_t>(reqs.size() * 2)), error);  // poll() ends each batch
   if (!h) {
     std::fprintf(stderr, "%s\n", error.c_str());
     std::exit(1);
