@@ -374,7 +374,8 @@ export class RcEndpoint {
   #runKick(spin: boolean): void {
     this.#kickScheduled = false;
     if (this.#unwatch === undefined) return; // closed
-    if (!spin) {
+    if (!spin || this.#busyPollNs === 0n) {
+      // One pass, no spin: nothing of the turn's spin budget is spent.
       this.engine.doWork();
       this.#poll();
       return;
@@ -389,11 +390,6 @@ export class RcEndpoint {
     const start = process.hrtime.bigint();
     const budget = this.#busyPollNs < this.#spinLeftNs ? this.#busyPollNs : this.#spinLeftNs;
     const end = start + budget;
-    if (this.#busyPollNs === 0n) {
-      this.engine.doWork();
-      this.#poll();
-      return;
-    }
     // `poll` takes the completions through pollCq, which spins natively until
     // one comes (or `end`); a batch that settles nothing spins again.
     this.#spinEndNs = end;

@@ -8,8 +8,14 @@
 //  - a bad rkey, an out-of-bounds address, a region without the access:
 //    NAK remote access error, IBV_WC_REM_ACCESS_ERR at the requester, both
 //    QPs in ERR, and not a byte outside the region (nor in it) changed.
+//  - a requester that did not run for longer than its ACK timeout (parked,
+//    or descheduled on a busy host) while the ACK arrived: the ACK is
+//    progress, not a timeout (with retry_cnt = 0 a timeout would end the QP).
 // Local ACK timeout 10 (≈ 4.2 ms); every case asserts a wall-time bound.
 #include <gtest/gtest.h>
+#include <poll.h>
+
+#include <thread>
 
 #include "rc_pair.h"
 #include "verbs/soft/fault.h"
@@ -60,6 +66,46 @@ TEST(SoftRcErrors, APeerThatStopsAnsweringExhaustsRetryCntAndFlushesTheRest) {
   // 4 timeouts of ≈ 4.2 ms: well under a second even on a loaded machine.
   EXPECT_GE(elapsed, 16);
   EXPECT_LT(elapsed, 1000);
+}
+
+// Waits until one of the endpoint's receive sockets holds a datagram.
+bool wait_readable(const Endpoint& e, std::chrono::milliseconds limit) {
+  std::vector<pollfd> fds;
+  for (int fd : e.device->receive_fds()) fds.push_back(pollfd{fd, POLLIN, 0});
+  return ::poll(fds.data(), fds.size(), static_cast<int>(limit.count())) > 0;
+}
+
+TEST(SoftRcErrors, AnAckThatArrivedWhileTheRequesterDidNotRunIsProgressNotATimeout) {
+  RcOptions o;
+  o.timeout = 10;  // ≈ 4.2 ms
+  o.retry_cnt = 0;  // one counted timeout would end the QP with RETRY_EXC
+  RcPair p("127.62.20.7", "127.62.20.8", 1 << 16, o);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p.b.post_recv(*p.qb, 1, 0, 4096).ok());
+  const Sge s100 = p.a.sge(0, 100);
+  ASSERT_TRUE(p.qa->post_send(send_wr(7, s100)).ok());
+  p.a.work();  // the SEND leaves; A's ACK timer runs from now
+  // B receives it and its ACK leaves (queued by the receive, sent by the
+  // next pass's flush); B's receive completes.
+  ASSERT_TRUE(wait_readable(p.b, 1000ms));
+  for (int i = 0; i < 3; ++i) p.b.work();
+  Wc wc[4];
+  auto got = p.b.cq->poll(std::span<Wc>(wc, 4));
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(*got, 1u);
+  ASSERT_TRUE(wait_readable(p.a, 1000ms));
+  // A does not run past its ACK timeout: the ACK waits in its socket.
+  std::this_thread::sleep_for(20ms);
+  p.a.work();
+  got = p.a.cq->poll(std::span<Wc>(wc, 4));
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(*got, 1u);
+  EXPECT_EQ(wc[0].wr_id, 7u);
+  EXPECT_EQ(wc[0].status, WcStatus::IBV_WC_SUCCESS) << wc_status_name(wc[0].status);
+  const auto& c = p.a.soft(*p.qa).counters();
+  EXPECT_EQ(c.timeouts.get(), 0u);
+  EXPECT_EQ(c.completer_retry.get(), 0u);
+  EXPECT_EQ(p.qa->state(), QpState::RTS);
 }
 
 TEST(SoftRcErrors, NoPostedReceiveDrawsRnrNaksUntilRnrRetryIsExhausted) {

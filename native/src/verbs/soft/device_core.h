@@ -95,6 +95,8 @@ struct DeviceCore {
 
   // One duty cycle (soft_device.h); see soft_device.cc.
   int do_work(std::int64_t now_ns, std::int64_t* deadline);
+  // Receive batches until one is short (the sockets are drained) or a bound.
+  int receive_backlog();
   // Puts the fault injector (fault_net.h) between the QPs and the sockets,
   // on the first call; later calls change its plan.
   void inject_faults(const FaultPlan& plan);

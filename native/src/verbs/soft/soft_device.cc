@@ -11,32 +11,61 @@
 
 namespace qpgate::verbs::soft {
 
-// Transmit first, receive last. What the last pass received left its ACKs
-// queued; an application that answered the delivered message in between
-// (a ping-pong's reply, the order service's Ack) has its SEND built here by
-// the QP's requester, and both leave in ONE sendmmsg — the reply no longer
-// pays a syscall of its own behind the ACK. The ACKs of this pass's
-// receives wait for the next pass, which runs at once: a pass that
-// received something reports work, so the engine does not park.
+namespace {
+
+// Receive rounds per pass at most: a socket that filled a whole batch may
+// hold more (a backlog left while the thread was not running), and its ACKs
+// must be read before the timers are judged. The bound keeps one pass short
+// against a peer that floods (16 × 32 datagrams by default).
+constexpr int kMaxReceiveRounds = 16;
+
+}  // namespace
+
+// Transmit first, receive, timers last.
+//
+// Transmit first: what the last pass received left its ACKs queued; an
+// application that answered the delivered message in between (a
+// ping-pong's reply, the order service's Ack) has its SEND built here by the
+// QP's requester, and both leave in ONE sendmmsg — the reply no longer pays
+// a syscall of its own behind the ACK. The ACKs of this pass's receives wait
+// for the next pass, which runs at once: a pass that received something
+// reports work, so the engine does not park.
+//
+// Timers last, as rxe's completer takes the responses queued for it before
+// it acts on a timeout: when this thread did not run for longer than a
+// QP's ACK timeout (parked past it, or descheduled on a busy host), the ACK
+// that did arrive is in the socket, not lost. Judged before the receive, the
+// delay would count as a retry and resend the whole window; judged after,
+// it is progress.
 int DeviceCore::do_work(std::int64_t now_ns, std::int64_t* deadline) {
   int work = 0;
-  std::int64_t earliest = kNoDeadline;
-  for (auto& [qpn, qp] : qps) {
-    work += qp->do_work(now_ns);
-    earliest = std::min(earliest, qp->next_deadline_ns());
-  }
+  for (auto& [qpn, qp] : qps) work += qp->send_work(now_ns);
   work += io->flush();
-  const int received = io->receive([this](std::span<std::uint8_t> roce, const RxMeta& meta) {
-    ingress.receive(roce, meta);
-  });
+  const int received = receive_backlog();
   work += received;
   if (received != 0) {
     for (auto& [qpn, qp] : qps) work += qp->end_receive_batch();
   }
-  if (io->queued() != 0) earliest = now_ns;  // answers of this pass's receives: come back at once
+  std::int64_t earliest = kNoDeadline;
+  for (auto& [qpn, qp] : qps) {
+    work += qp->on_timers(now_ns);
+    earliest = std::min(earliest, qp->next_deadline_ns());
+  }
+  if (io->queued() != 0) earliest = now_ns;  // answers and resends of this pass: come back at once
   earliest = std::min(earliest, io->next_release_ns());  // packets the fault injector holds (tests)
   if (deadline != nullptr) *deadline = earliest;
   return work;
+}
+
+int DeviceCore::receive_backlog() {
+  const auto full = static_cast<int>(net->rx_batch());
+  int received = 0;
+  for (int round = 0; round < kMaxReceiveRounds; ++round) {
+    const int n = io->receive([this](std::span<std::uint8_t> roce, const RxMeta& meta) { ingress.receive(roce, meta); });
+    received += n;
+    if (n < full) break;
+  }
+  return received;
 }
 
 void DeviceCore::inject_faults(const FaultPlan& plan) {

@@ -3,12 +3,13 @@
 // adapter (engine/soft_device_agent.h) runs it as an agent on the engine
 // thread (DESIGN.md "Threads and data paths"); a test may run it in a loop.
 //
-//   do_work(now, &deadline)  per device: each QP's do_work(now), one
-//                            sendmmsg flush (with the ACKs the last pass
-//                            queued), then recvmmsg a batch → ingress → QPs;
-//                            the earliest protocol timer of all devices (now,
-//                            while answers wait to be sent) is returned and
-//                            reported to the PollRegistry.
+//   do_work(now, &deadline)  per device: each QP's requester and pending
+//                            responses, one sendmmsg flush (with the ACKs the
+//                            last pass queued), recvmmsg batches → ingress →
+//                            QPs, then the QPs' timers (soft_device.cc says
+//                            why in that order); the earliest protocol timer
+//                            of all devices (now, while answers wait to be
+//                            sent) is returned and reported to the PollRegistry.
 //   attach(device)           drive a device until it is destroyed (it
 //                            detaches itself when its last object goes).
 //

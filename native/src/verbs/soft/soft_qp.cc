@@ -252,11 +252,26 @@ void SoftQp::on_packet(const wire::Packet& pkt, const RxMeta& meta) {
 }
 
 int SoftQp::do_work(std::int64_t now_ns) {
+  const int work = send_work(now_ns);
+  return work + on_timers(now_ns);
+}
+
+int SoftQp::send_work(std::int64_t now_ns) {
   now_ns_ = std::max(now_ns_, now_ns);
   int work = resp_->flush_pending();
   if (attr_.qp_state == QpState::ERR || attr_.qp_state == QpState::RESET) return work;
-  work += comp_->on_timers(now_ns_);
   if (sends_allowed()) work += req_->run(now_ns_);
+  check_sq_drained();
+  return work;
+}
+
+// A due timer may resend (go-back-N from the oldest unacknowledged PSN),
+// so the requester runs after it, as do_work ran it before the split.
+int SoftQp::on_timers(std::int64_t now_ns) {
+  now_ns_ = std::max(now_ns_, now_ns);
+  if (attr_.qp_state == QpState::ERR || attr_.qp_state == QpState::RESET) return 0;
+  int work = comp_->on_timers(now_ns_);
+  if (work > 0 && sends_allowed()) work += req_->run(now_ns_);
   check_sq_drained();
   return work;
 }

@@ -20,6 +20,8 @@
 //   end_receive_batch()    the batch's coalesced ACK (resp.h), after on_packet calls
 //   do_work(now_ns)        requester progress, pending responses, timers;
 //                          returns the amount of work done (0 = idle)
+//   send_work(now_ns)      do_work's halves, for a driver that reads its
+//   on_timers(now_ns)      socket between them (soft_device.cc says why)
 //   next_deadline_ns()     the earliest protocol timer, or kNoDeadline
 //   has_work()             true when do_work() would make progress right now
 //                          (WQEs posted, or packets held by back-pressure)
@@ -108,7 +110,9 @@ class SoftQp final : public QueuePair {
 
   // ---- the device's side
   void on_packet(const wire::Packet& pkt, const RxMeta& meta);
-  int do_work(std::int64_t now_ns);
+  int do_work(std::int64_t now_ns);  // send_work, then on_timers
+  int send_work(std::int64_t now_ns);
+  int on_timers(std::int64_t now_ns);
   // After the device's receive batch: the one ACK its requests are owed (resp.h).
   int end_receive_batch();
   std::int64_t next_deadline_ns() const;
