@@ -21,15 +21,19 @@ ip route add 239.0.0.0/8 dev "$QPGATE_VM_NETNS_RXE_NETDEV"
 ip -n "$ns" route add 239.0.0.0/8 dev veth-peer
 
 source "$root/test/interop/guest-gateway.sh"
-start_ibv_gateway "$dev" 7480 "$work"
+replay_feed "$work"
+lose_feed_frames veth-peer "$ns"
+start_ibv_gateway "$dev" 7480 "$work" "${replay_args[@]}"
 sent0=$(cat "$counters/sent_pkts")
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-before.txt"
-peer subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
+peer record --recovery --count 300 --seconds 120 --out "$work/sub.ticks" >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
+tc -n "$ns" -s filter show dev veth-peer ingress >"$work/tc.txt" 2>&1
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-after.txt"
 cat /proc/net/dev >"$work/dev-after.txt"
 printf 'buy 1001 100 5\ncancel 1 1001\n' >"$work/orders.txt"
-peer order --name rxe-order --account 1 --first-id 1 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
+# Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
+peer order --http-timeout 60000 --name rxe-order --account 1 --first-id 1 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
 order=$!
 # While the order session lingers: its RC QP is in both lists.
 for _ in $(seq 120); do grep -q '"kind":"cancelAck"' "$work/order.out" 2>/dev/null && break; sleep 1; done
@@ -42,6 +46,22 @@ wait $order
 order_status=$?
 sent1=$(cat "$counters/sent_pkts")
 get /metrics >"$work/metrics.txt"
+
+# SIGKILL and a restart on the state dir: the acked orders are in the journal.
+mkfifo "$work/crash.fifo"
+exec 8<>"$work/crash.fifo"
+timeout 600 ip netns exec "$ns" node "$root/dist/test/interop/orders-crash.js" "$url" "$token" "$peer_ip" <&8 >"$work/crash.out" 2>"$work/crash.err" &
+crash=$!
+for _ in $(seq 480); do grep -q '^acked' "$work/crash.out" 2>/dev/null && break; kill -0 $crash 2>/dev/null || break; sleep 0.5; done
+kill -KILL $gw
+wait $gw
+killed_status=$?
+mv "$work/gw.out" "$work/gw-killed.out"
+start_ibv_gateway "$dev" 7480 "$work" "${replay_args[@]}"
+echo "$url $token" >&8
+wait $crash
+crash_status=$?
+exec 8>&-
 kill -TERM $gw
 wait $gw
 gw_status=$?
@@ -57,10 +77,13 @@ node -e '
   const read = (f) => { try { return fs.readFileSync(w + "/" + f, "utf8"); } catch { return ""; } };
   const json = (f) => { try { return JSON.parse(read(f)); } catch { return null; } };
   const lines = (f) => read(f).split("\n").filter(Boolean);
+  const lastJson = (f) => { try { return JSON.parse(lines(f).pop()); } catch { return null; } };
+  const base64 = (f) => { try { return fs.readFileSync(w + "/" + f).toString("base64"); } catch { return ""; } };
   console.log(JSON.stringify({ device: json("device.json"), qps: json("qps.json"), sessions: json("sessions.json"), rdmaQp: json("rdma-qp.json"),
     subStatus: +process.argv[2], orderStatus: +process.argv[3], gwStatus: +process.argv[4], rxeSentDelta: +process.argv[5],
-    sub: lines("sub.out"), subErr: read("sub.err"), order: lines("order.out"), orderErr: read("order.err"),
+    recording: base64("sub.ticks"), published: base64("replay/ticks"), sub: read("sub.out"), subErr: read("sub.err"), tc: read("tc.txt"),
+    crash: lastJson("crash.out"), crashOut: read("crash.out"), crashErr: read("crash.err"), crashStatus: +process.argv[6], killedStatus: +process.argv[7], order: lines("order.out"), orderErr: read("order.err"),
     metrics: lines("metrics.txt").filter((l) => /^qpgate_device_/.test(l)),
     bad: Object.fromEntries(["gid", "port"].map((k) => [k, { status: +read("bad-" + k + ".status"), output: read("bad-" + k + ".out") }])),
-    netDev: { peerBefore: read("peer-dev-before.txt"), peerAfter: read("peer-dev-after.txt"), gatewayAfter: read("dev-after.txt") }, gwOut: read("gw.out").slice(-20000) }));
-' "$work" "$sub_status" "$order_status" "$gw_status" $((sent1 - sent0))
+    netDev: { peerBefore: read("peer-dev-before.txt"), peerAfter: read("peer-dev-after.txt"), gatewayAfter: read("dev-after.txt") }, gwOut: read("gw-killed.out").slice(-10000) + "\n--- restarted:\n" + read("gw.out").slice(-10000) }));
+' "$work" "$sub_status" "$order_status" "$gw_status" $((sent1 - sent0)) "$crash_status" "$killed_status"

@@ -14,12 +14,12 @@ export const guestSkip: string | false = !qemu && !required ? 'no qemu-system-x8
 
 /**
  * Boots the guest with `runArgs` (--veth, --netns, --env K=V ...), runs
- * `bash <script>` in it and returns the JSON lines it printed. Fails the test
+ * `bash <script>` in it (the harness's --timeout: timeoutSeconds) and returns the JSON lines it printed. Fails the test
  * when qemu is missing or the guest run does not exit 0.
  */
-export function runGuestScript(runArgs: string[], script: string): Array<Record<string, unknown>> {
+export function runGuestScript(runArgs: string[], script: string, timeoutSeconds = 900): Array<Record<string, unknown>> {
   assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
-  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), [...runArgs, '--timeout', '900', '--', 'bash', path.join(REPO_ROOT, script)], {
+  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), [...runArgs, '--timeout', String(timeoutSeconds), '--', 'bash', path.join(REPO_ROOT, script)], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     maxBuffer: 64 << 20,
