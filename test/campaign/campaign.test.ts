@@ -48,6 +48,9 @@ import type { LifeRecord, SubscriberRecord } from './campaign-feed.js';
 import type { OrdersReport } from './campaign-orders.js';
 import type { Flatness } from './process-sampler.js';
 
+/** The guest's whole-run limit (test/rdma-vm/run --timeout): the CI default fits 1500 s; a scaled-up run says its own. */
+const GUEST_TIMEOUT_S = Number(process.env['QPGATE_CAMPAIGN_TIMEOUT_S'] ?? 1500);
+
 const qemu = spawnSync('sh', ['-c', 'command -v qemu-system-x86_64'], { encoding: 'utf8' }).status === 0;
 const required = process.env.QPGATE_REQUIRE_IBV === '1';
 
@@ -81,11 +84,12 @@ interface Campaign {
   feed: Array<Omit<LifeRecord, 'summary'> & { summary: Record<string, unknown> & { first: string; silent: Array<{ from: string; end: string }>; reported: string; tail: string; live: number; snapshots: number; recovered: number; outOfOrder: number; foreign: number } }>;
   subscribers: SubscriberRecord[];
   orders: OrdersReport;
+  drops: Array<{ t: number; kind: string; phase: string; clientEngine: unknown; status?: unknown; qps?: unknown }>;
   soak: { rss: Flatness; cpu: Flatness; samples: unknown[]; gauges: unknown[]; grew: unknown[]; sessions: unknown[] };
 }
 
 function runCampaign(): Campaign {
-  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', '1500', '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], {
+  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', String(GUEST_TIMEOUT_S), '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     maxBuffer: 256 << 20,
@@ -98,11 +102,12 @@ function runCampaign(): Campaign {
   return c;
 }
 
-test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: 1_800_000 }, () => {
+test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: (GUEST_TIMEOUT_S + 300) * 1000 }, () => {
   assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
   const c = runCampaign();
   const o = c.orders;
   console.log(`# orders: ${o.answered}/${o.orders} answered, ${o.acked} acked, ${o.rejected} rejected, ${o.trades} trades; resent ${o.resent}, duplicates dropped ${o.duplicates}; sessions lost on their own ${JSON.stringify(o.drops)}`);
+  for (const d of c.drops) console.log(`# session lost on its own at ${d.t.toFixed(1)} s in netem phase '${d.phase}': ${d.kind}; client engine ${JSON.stringify(d.clientEngine)}; gateway status ${JSON.stringify(d.status)}; gateway qps ${JSON.stringify(d.qps)}`);
   console.log(`# ${c.restartS.length} kills in ${c.killPhaseS.toFixed(0)} s, restarts took ${c.restartS.map((s) => s.toFixed(1)).join(', ')} s`);
   console.log(`# netem ${JSON.stringify(c.netem)}`);
   console.log(`# soak: rss ${JSON.stringify(c.soak.rss)} cpu ${JSON.stringify(c.soak.cpu)}`);
