@@ -30,8 +30,10 @@ const ORDERS = env('QPGATE_CAMPAIGN_ORDERS', 800);
 const WARMUP_S = env('QPGATE_CAMPAIGN_WARMUP_S', 20);
 
 // How long a gateway start may take: 67-152 s measured at load 12-16, over 180 s at load 25 (other
-// helpers' builds and guests on this 2-CPU host; the run failed there).
-const READY_MS = 300_000;
+// helpers' builds and guests on this 2-CPU host; the run failed there). At load 17-20 a restart
+// took over 300 s, 197 s of it between 'order entry serving' and the control plane's 'Server
+// listening' (buildControlPlane under TCG): a long run on a loaded host raises it.
+const READY_MS = env('QPGATE_CAMPAIGN_READY_S', 300) * 1000;
 const GW_NS = 'qg-gw';
 const GW_IP = '10.78.0.1';
 const PORT = 7480;
@@ -110,6 +112,23 @@ async function publishedEnd(): Promise<bigint> {
   }
 }
 
+/**
+ * What the gateway said when a session was lost on its own (not at a kill):
+ * its /v1/status (engine counters: parks, timer and fd wakes) and /v1/qps,
+ * beside the client engine's counters, for the first two drops of each
+ * reason, so that a failure such as IBV_WC_RETRY_EXC_ERR carries its evidence.
+ */
+const drops: Array<{ t: number; kind: string; phase: string; clientEngine: unknown; status?: unknown; qps?: unknown }> = [];
+let phaseNow = '';
+
+function dropSeen(kind: string, clientEngine: unknown): void {
+  if (drops.filter((d) => d.kind === kind).length >= 2) return;
+  const d: (typeof drops)[number] = { t: process.uptime(), kind, phase: phaseNow, clientEngine };
+  drops.push(d);
+  const get = (p: string): Promise<unknown> => call(URL, 'GET', p, TOKENS.ops).then((r) => r.json as unknown, (e: unknown) => String(e));
+  void Promise.all([get('/v1/status'), get('/v1/qps')]).then(([status, qps]) => Object.assign(d, { status, qps }));
+}
+
 /** Cycles the netem phases until stopped; sums each phase's qdisc counters before the next replaces it. */
 function startPhases(): { stop: () => void; counts: Record<string, { sent: number; dropped: number }> } {
   const counts: Record<string, { sent: number; dropped: number }> = {};
@@ -117,6 +136,7 @@ function startPhases(): { stop: () => void; counts: Record<string, { sent: numbe
   const next = (): void => {
     const phase = PHASES[i++ % PHASES.length]!;
     applyPhase(LINKS, phase);
+    phaseNow = phase.name;
     log(`netem: ${phase.name}`);
   };
   const settle = (): void => {
@@ -155,7 +175,7 @@ async function recoveryRenewed(feed: FeedSide, renewals: number): Promise<void> 
 async function main(): Promise<void> {
   const { file, stateDir } = writeConfig();
   const feed = new FeedSide({ addresses: ['10.78.0.11', '10.78.0.12', '10.78.0.13'], group: GROUP, token: FEED_TOKEN });
-  const orders = new OrderSide('10.78.0.20', Math.ceil(ORDERS / 8));
+  const orders = new OrderSide('10.78.0.20', Math.ceil(ORDERS / 8), dropSeen);
   feedSide = feed;
   await feed.start();
   let gw = await startGateway(file, stateDir);
@@ -236,6 +256,7 @@ async function main(): Promise<void> {
         feed: lives,
         subscribers,
         orders: report,
+        drops,
         soak: { grew, sessions, gauges: gauges.filter((g) => g.t >= soakFrom), samples: sampler.samples, rss: flatness(sampler.samples, WARMUP_S, (s) => s.rssKiB), cpu: flatness(sampler.samples, WARMUP_S, (s) => s.cpu) },
       }),
     }),

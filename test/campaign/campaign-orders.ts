@@ -46,7 +46,8 @@ export class OrderSide {
   /** Sessions the client lost on its own (a QP error: retries exhausted under netem), by reason; each was reconnected. */
   readonly drops = new Map<string, number>();
 
-  constructor(readonly address: string, readonly perSession: number) {}
+  /** `onDrop` hears each session the client lost on its own, with the client engine's counters at that moment (the driver snapshots the gateway beside them). */
+  constructor(readonly address: string, readonly perSession: number, readonly onDrop: (kind: string, engine: unknown) => void = () => undefined) {}
 
   get total(): number {
     return SESSIONS * this.perSession;
@@ -74,6 +75,7 @@ export class OrderSide {
     if (this.#gatewayDown || reason === 'disconnect() called') return;
     const kind = reason.replace(/\d+/g, 'N');
     this.drops.set(kind, (this.drops.get(kind) ?? 0) + 1);
+    this.onDrop(kind, this.#engine.stats());
     void this.#reconnectOne(c);
   }
 
