@@ -18,8 +18,12 @@ export function openGatewayDevice(config: GatewayConfig, engine: Engine): Device
 }
 
 function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
+  const alternate = backend.alternateAddress;
+  if (alternate === backend.address) {
+    throw new DeviceOpenError(`backend.alternateAddress ${alternate} is backend.address: give a second address of this host (another link), or leave it unset`);
+  }
   try {
-    return openDevice(engine, { kind: 'soft', address: backend.address });
+    return openDevice(engine, { kind: 'soft', address: backend.address, ...(alternate !== undefined ? { alternateAddress: alternate } : {}) });
   } catch (err) {
     const e = err as Error & { code?: string };
     const why =
@@ -28,7 +32,8 @@ function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
         : e.code === 'EADDRNOTAVAIL'
           ? `no interface has the address ${backend.address}`
           : e.message;
-    throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (backend.address)`, { cause: err });
+    const key = alternate !== undefined && /alternate/.test(e.message) ? 'backend.alternateAddress' : 'backend.address';
+    throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (${key})`, { cause: err });
   }
 }
 
@@ -52,6 +57,12 @@ export function ibvFix(code: string | undefined, message: string, at: IbvChoices
 }
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
+  if (backend.alternateAddress !== undefined) {
+    // qpgate passes no alternate path to ibverbs (ibv_device.cc open_ibv_device), and rxe has no APM.
+    throw new DeviceOpenError(
+      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); unset it, or use backend.kind 'soft'`,
+    );
+  }
   let device: Device;
   try {
     device = openDevice(engine, { kind: 'ibv', name: backend.device, port: backend.port, gidIndex: backend.gidIndex });
