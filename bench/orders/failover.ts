@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseBenchArgs } from '../feed/report.js';
 import { makeTwoLinks, twoLinksUnavailable, type TwoLinks } from '../../test/support/two-links.js';
-import { FAILOVER_CLIENT, startTwoLinkGateway } from '../../test/orders/two-link-gateway.js';
+import { FAILOVER_CLIENT, sessionsOf, startTwoLinkGateway } from '../../test/orders/two-link-gateway.js';
 import { TOKENS } from '../../test/orders/support.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -38,14 +38,17 @@ async function failover(links: TwoLinks, port: number, run: number): Promise<num
     if (r.done) throw new Error(`failover: run ${run}: the client ended early`);
     return JSON.parse(r.value as string) as Record<string, any>;
   };
-  await next();
+  const primary = await next();
   links.down(links.primary);
   client.stdin!.write('down\n');
   const done = await next();
+  const session = sessionsOf(links, port).find((s) => s['id'] === primary['session']);
   client.stdin!.write('close\n');
   await new Promise((r) => client.once('exit', r));
   links.up(links.primary);
-  if (done['stats'].reconnects !== 0) throw new Error(`failover: run ${run}: the client reconnected (the session did not migrate)`);
+  if (done['stats'].reconnects !== 0 || session?.['pathMigrations'] !== 1 || session['activePath'] !== 'alternate') {
+    throw new Error(`failover: run ${run}: the session did not migrate once (reconnects ${done['stats'].reconnects}, session ${JSON.stringify(session)})`);
+  }
   return done['firstAnswerMs'] as number;
 }
 

@@ -14,6 +14,7 @@ import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
 import { FAILOVER_CLIENT, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
+import { QPGATE_BIN } from '../support/paths.js';
 
 const skip = twoLinksUnavailable();
 
@@ -64,6 +65,9 @@ test('a trading session survives the loss of its primary link: every order answe
     assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
     assert.equal(moved['pathMigState'], 'MIGRATED', JSON.stringify(moved));
     assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
+    // qpgate sessions, as an operator runs it in the gateway's namespace: PATH and MIGRATIONS.
+    const table = links.runIn(links.gateway, [process.execPath, QPGATE_BIN, 'sessions', '--url', `http://127.0.0.1:${port}`, '--token', TOKENS.ops]);
+    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+-$`, 'm'), table);
     client.stdin!.write('close\n');
     await new Promise((r) => client.once('exit', r));
   } finally {

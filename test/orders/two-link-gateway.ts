@@ -18,7 +18,8 @@ export async function startTwoLinkGateway(links: TwoLinks): Promise<{ gw: Gatewa
     ['-c', file, '--set', `backend.address=${links.primary.gatewayAddress}`, '--set', `backend.alternateAddress=${links.alternate.gatewayAddress}`,
       '--set', 'control.host=0.0.0.0', '--set', 'control.allowPlaintextOnNetwork=true'],
     {},
-    { command: 'ip', argv: ['netns', 'exec', links.gateway, process.execPath, QPGATE_BIN] },
+    // Ready in seconds on a quiet host; at load 15 node's start alone can take tens.
+    { command: 'ip', argv: ['netns', 'exec', links.gateway, process.execPath, QPGATE_BIN], readyTimeoutMs: 90_000 },
   );
   return { gw, port: Number(new URL(gw.url).port) };
 }
