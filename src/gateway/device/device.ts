@@ -26,13 +26,15 @@ function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
     return openDevice(engine, { kind: 'soft', address: backend.address, ...(alternate !== undefined ? { alternateAddress: alternate } : {}) });
   } catch (err) {
     const e = err as Error & { code?: string };
+    // The native error names the alternate address's sockets ("soft device alternate address: ...").
+    const key = alternate !== undefined && /alternate/.test(e.message) ? 'backend.alternateAddress' : 'backend.address';
+    const named = key === 'backend.address' ? backend.address : alternate;
     const why =
       e.code === 'EADDRINUSE'
-        ? `another soft device (in this or another process) owns ${backend.address}:4791`
+        ? `another soft device (in this or another process) owns ${named}:4791`
         : e.code === 'EADDRNOTAVAIL'
-          ? `no interface has the address ${backend.address}`
+          ? `no interface has the address ${named}`
           : e.message;
-    const key = alternate !== undefined && /alternate/.test(e.message) ? 'backend.alternateAddress' : 'backend.address';
     throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (${key})`, { cause: err });
   }
 }
