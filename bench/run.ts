@@ -15,8 +15,10 @@
 //              gateway doing the same job (bench/orders/run.ts; 5 runs, --quick 1)
 //   api        the TS OrderClient and RiskClient against qpgate's gateway vs a
 //              Node TCP gateway + client and a bare Node TCP echo (bench/orders/api.ts)
+//   failover   a trading session's failover to its alternate path when the primary
+//              link goes down: p50/p99 over 20 runs (bench/orders/failover.ts; root)
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api|failover]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +32,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders|api|failover\n`);
     process.exit(2);
   }
 }
@@ -107,6 +109,12 @@ if (!only || only === 'orders') {
 if (!only || only === 'api') {
   step('api: the TS order and risk clients vs a Node TCP gateway and a bare Node TCP echo', process.execPath, [
     path.join(root, 'dist/bench/orders/api.js'),
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'failover') {
+  step('failover: a trading session moves to its alternate path when the primary link goes down', process.execPath, [
+    path.join(root, 'dist/bench/orders/failover.js'),
     ...(quick ? ['--quick'] : []),
   ]);
 }

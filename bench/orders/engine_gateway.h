@@ -90,7 +90,7 @@ class EngineGateway {
       r.role = orders::SessionRole::kTrading;
       r.accounts = {buy_account(i), sell_account(i)};
       r.throttle = orders::ThrottleConfig{0, 1};
-      r.remote = verbs::RcPeer{clients[i].gid, clients[i].qpn, clients[i].psn, clients[i].mtu};
+      r.remote = verbs::RcPeer{clients[i].gid, clients[i].qpn, clients[i].psn, clients[i].mtu, std::nullopt};
       verbs::Result<orders::SessionAnswer> a = verbs::Error{};
       engine_->run_on_engine([&] { a = service().open_session(r, qpgate::monotonic_ns()); });
       const orders::SessionAnswer s = take(std::move(a), "open_session");

@@ -91,7 +91,7 @@ class RcOrderClient {
       p.psn = qps_[i].psn;
       p.access = verbs::Access::LOCAL_WRITE;
       const PeerWire& g = gateway[i];
-      check(verbs::connect_rc(*qps_[i].qp, p, verbs::RcPeer{g.gid, g.qpn, g.psn, g.mtu}), "connect_rc");
+      check(verbs::connect_rc(*qps_[i].qp, p, verbs::RcPeer{g.gid, g.qpn, g.psn, g.mtu, std::nullopt}), "connect_rc");
       for (std::uint32_t slot = 0; slot < kRecvSlots; ++slot) post_recv(i, slot);
     }
     for (std::uint32_t i = 0; i < sessions_; ++i) send(i, orders::Hello{0});

@@ -73,7 +73,7 @@ struct Side {
     p.max_rd_atomic = 1;
     p.max_dest_rd_atomic = 1;
     p.sgid_index = static_cast<std::uint8_t>(dev->gid().index);
-    check(connect_rc(*qp, p, RcPeer{peer.gid, peer.qpn, peer.psn, Mtu::MTU_1024}), "connect_rc");
+    check(connect_rc(*qp, p, RcPeer{peer.gid, peer.qpn, peer.psn, Mtu::MTU_1024, std::nullopt}), "connect_rc");
     remote = peer;
   }
   Sge sge(std::size_t off, std::uint32_t len) const {

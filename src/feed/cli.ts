@@ -13,6 +13,7 @@ import { basename, dirname, resolve } from 'node:path';
 
 import {
   addClientDeviceOptions,
+  alternateAddressOption,
   ClientDeviceError,
   ClientError,
   clientDevice,
@@ -182,6 +183,7 @@ function feedCommand(program: Command, name: string, description: string): Comma
     .option('--feed <name>', 'the gateway\'s feed (GET /v1/feeds lists them)', 'default')
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
+    .addOption(alternateAddressOption())
     .addOption(receiveModeOption())
     .option('--count <n>', 'stop after n messages')
     .option('--seconds <s>', 'stop after s seconds (a decimal number)')

@@ -2,7 +2,7 @@
 // device given by the caller reaches them.
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { Engine } from '../native/engine.js';
-import { Device, kNativeDevice, openNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr } from '../native/verbs.js';
+import { Device, kNativeDevice, openNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr, type RcPathInfo } from '../native/verbs.js';
 
 export interface NativePublisherStats {
   session: number;
@@ -81,6 +81,8 @@ export interface RcEndpointInfo {
   psn: number;
   gid: string;
   mtu: number;
+  /** The alternate path's GID: given by a side with a second address; answered when the path is armed (else null). */
+  alternateGid?: string | null;
 }
 
 /** Per-session limits of the gateway's recovery service. */
@@ -98,7 +100,7 @@ export interface RecoveryLimits {
   silenceTimeoutMs?: number;
 }
 
-export interface NativeRecoverySession {
+export interface NativeRecoverySession extends RcPathInfo {
   session: number;
   publisher: number;
   qpn: number;

@@ -68,6 +68,8 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
         psn: request.local.psn,
         gid: request.local.gid,
         mtu: request.local.mtu,
+        // A subscriber device with a second address (alternateAddress): the session gets an alternate path.
+        ...(typeof request.local.alternateGid === 'string' ? { alternateGid: request.local.alternateGid } : {}),
         feed: request.feed,
         channels: [...request.channels],
       }),
@@ -93,6 +95,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
       psn: u32(body['psn'], 'psn'),
       gid: body['gid'],
       mtu: u32(body['mtu'], 'mtu'),
+      alternateGid: typeof body['alternateGid'] === 'string' ? body['alternateGid'] : null,
       close: async () => {
         await controlFetch(`${base}/v1/sessions/${id}`, { method: 'DELETE', headers: { authorization: headers.authorization }, signal: AbortSignal.timeout(timeout) }, options.tls).then(
           (r) => r.body?.cancel(),

@@ -113,7 +113,7 @@ export class RecoveryLink {
     }
     try {
       this.#errorsAtConnect = this.#native.stats().recovery?.errors ?? 0;
-      this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu });
+      this.#native.connectRecovery({ qpn: answer.qpn, psn: answer.psn, gid: answer.gid, mtu: answer.mtu, alternateGid: answer.alternateGid ?? null });
     } catch (e) {
       await answer.close();
       throw e;

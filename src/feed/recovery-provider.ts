@@ -51,7 +51,7 @@ export class RecoverySessionProvider implements SessionProvider {
       answer = publisher.openRecoverySession({
         session: req.id,
         channels: req.channels,
-        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu },
+        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu, ...(req.alternateGid !== undefined ? { alternateGid: req.alternateGid } : {}) },
         ...(this.#limits ? { limits: this.#limits } : {}),
       });
     } catch (e) {
@@ -59,7 +59,7 @@ export class RecoverySessionProvider implements SessionProvider {
       throw new SessionError(/already open/.test(message) ? 409 : 400, message);
     }
     this.#open.set(req.id, { feed: name, name: req.name });
-    return { ...answer, regions: [] };
+    return { ...answer, alternateGid: answer.alternateGid ?? null, regions: [] };
   }
 
   close(id: number): boolean {

@@ -12,7 +12,7 @@ import { TlsConfigError } from './control/tls.js';
 import { SecurityConfigError } from './security/xfrm-keys.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { addClientDeviceOptions, ClientDeviceError, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
+import { addClientDeviceOptions, alternateAddressOption, ClientDeviceError, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';
@@ -130,6 +130,7 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
         .requiredOption('--name <name>', 'session name: the same token and name resume the same session')
         .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
         .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
+        .addOption(alternateAddressOption())
         .addOption(receiveModeOption())
         .option('--http-timeout <ms>', 'how long the handshake with the control plane may take (default 5000)'),
     );

@@ -35,7 +35,20 @@ export interface ClientDeviceFlags {
   gidIndex?: string;
   ibPort?: string;
   address: string;
+  /** --alternate-address (order, risk, subscribe): a second address of our soft device. */
+  alternateAddress?: string;
   receiveMode?: 'plain-udp' | 'af-packet';
+}
+
+/**
+ * --alternate-address: the client's counterpart of backend.alternateAddress.
+ * With both, the RC session has an alternate path (docs/protocol.md §1.10).
+ */
+export function alternateAddressOption(): Option {
+  return new Option(
+    '--alternate-address <ipv4>',
+    "a second address of our soft device (another link): with a gateway that has backend.alternateAddress, the RC session migrates to it when the primary path fails",
+  );
 }
 
 /**
@@ -57,7 +70,12 @@ export function clientDevice(flags: ClientDeviceFlags): OpenDeviceOptions | Open
     if (flags.device !== undefined || flags.gidIndex !== undefined || flags.ibPort !== undefined) {
       throw new ClientError('--device, --ib-port and --gid-index are for --backend ibv (the soft device is on --address)');
     }
-    return { address: flags.address, receiveMode: flags.receiveMode };
+    const alternate = flags.alternateAddress;
+    if (alternate !== undefined && alternate === flags.address) throw new ClientError(`--alternate-address ${alternate} is --address: give a second address (another link)`);
+    return { address: flags.address, receiveMode: flags.receiveMode, ...(alternate !== undefined ? { alternateAddress: alternate } : {}) };
+  }
+  if (flags.alternateAddress !== undefined) {
+    throw new ClientError('--alternate-address is for --backend soft: the ibv backend has no automatic path migration (rxe has none)');
   }
   if (flags.device === undefined) throw new ClientError('--backend ibv needs --device, the RDMA device (ibv_devices lists them)');
   const port = flags.ibPort === undefined ? undefined : Number(flags.ibPort);

@@ -152,6 +152,32 @@ export interface QpAttrInput {
   readonly maxDestRdAtomic?: number;
   readonly cap?: QpCap;
   readonly destQpNum?: number;
+  /** IBV_QP_ALT_PATH: the alternate path (RC; soft backend: docs/protocol.md §1.10). */
+  readonly altPath?: AltPath;
+  /** IBV_QP_PATH_MIG_STATE: 'REARM' (or 'ARMED') arms the alternate path, 'MIGRATED' moves to it. */
+  readonly pathMigState?: MigState;
+}
+
+/** ibv_qp_attr's path migration state (IBA 17.2.8). */
+export type MigState = 'MIGRATED' | 'REARM' | 'ARMED';
+
+/** Which of its paths a session's RC QP runs on (native/src/verbs/rc_path.h; /v1/sessions shows it). */
+export interface RcPathInfo {
+  /** 'primary' or 'alternate'; null when no alternate path was armed (one end has one address). */
+  readonly activePath: 'primary' | 'alternate' | null;
+  /** 'ARMED': it can migrate; 'MIGRATED': it did (or was not armed again); null without an alternate path. */
+  readonly pathMigState: MigState | null;
+  /** Migrations of the QP (its counter path_migrations). */
+  readonly pathMigrations: number;
+}
+
+/** ibv_qp_attr's alt_ah_attr, alt_pkey_index, alt_port_num, alt_timeout. */
+export interface AltPath {
+  readonly ahAttr: AhAttr;
+  readonly pkeyIndex?: number;
+  readonly port?: number;
+  /** The alternate path's local ACK timeout code. */
+  readonly timeout?: number;
 }
 
 /** ibv_query_qp. */
@@ -177,6 +203,8 @@ export interface QpAttr {
   readonly maxDestRdAtomic: number;
   readonly sqDraining: boolean;
   readonly sqSigAll: boolean;
+  readonly pathMigState: MigState;
+  readonly altPath: { readonly ahAttr: Required<AhAttr>; readonly pkeyIndex: number; readonly port: number; readonly timeout: number };
   /** Soft backend: send WRs posted and not yet completed. */
   readonly sendWrsOutstanding?: number;
   /** Soft backend: receive WRs posted and not yet consumed. */
@@ -404,6 +432,7 @@ interface NativeDevice {
   readonly gidReport: string | null;
   readonly port: number;
   readonly address: string;
+  readonly alternateGid: string | null;
   readonly interface: InterfaceInfo;
   query(): DeviceAttr;
   queryPort(port?: number): PortAttr;
@@ -449,6 +478,12 @@ export interface OpenDeviceOptions {
   readonly name?: string;
   /** Device name; default 'qpgate_soft_<address>'. */
   readonly deviceName?: string;
+  /**
+   * A second IPv4 address of this host (or an interface name): GID index 1,
+   * the source of RC alternate paths (automatic path migration,
+   * docs/protocol.md §1.10). Needs receiveMode 'plain-udp'.
+   */
+  readonly alternateAddress?: string;
   /**
    * 'strict' (default): a packet whose ICRC does not match the IPv4-ID-0
    * pseudo header is dropped (counted as wire.icrc_mismatch) — only peers
@@ -565,6 +600,10 @@ export class Device {
   }
   get gidIndex(): number {
     return this.#native.gidIndex;
+  }
+  /** The source GID of RC alternate paths (a soft device opened with alternateAddress), or null: no automatic path migration. */
+  get alternateGid(): string | null {
+    return this.#native.alternateGid;
   }
   /** ibv: which GID entry was chosen and why, for the log; null for soft. */
   get gidReport(): string | null {

@@ -246,7 +246,13 @@ interface SessionRow {
   lastAppSeq?: string;
   endedBy?: string | null;
   connected: boolean;
+  activePath?: string | null;
+  pathMigState?: string | null;
+  pathMigrations?: number;
 }
+
+/** PATH: the active path and the migration state ('alternate MIGRATED'), '-' without an alternate path. */
+const pathCell = (s: SessionRow): string => (s.activePath ? `${s.activePath} ${s.pathMigState ?? ''}`.trim() : '-');
 
 export async function sessionsCommand(opts: ClientOptions & { json?: boolean; close?: string }): Promise<string> {
   if (opts.close !== undefined) {
@@ -259,8 +265,10 @@ export async function sessionsCommand(opts: ClientOptions & { json?: boolean; cl
   if (opts.json) return JSON.stringify(r.sessions, null, 2);
   if (r.sessions.length === 0) return 'no sessions';
   return table(
-    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ', 'ENDED-BY'],
-    r.sessions.map((s) => [s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-', s.endedBy ?? '-']),
+    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ', 'PATH', 'MIGRATIONS', 'ENDED-BY'],
+    r.sessions.map((s) => [
+      s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-', pathCell(s), s.pathMigrations ?? 0, s.endedBy ?? '-',
+    ]),
   );
 }
 

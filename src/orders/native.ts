@@ -4,6 +4,7 @@
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { NativeDevice } from '../feed/native.js';
 import type { NativeOrderServiceConfig } from './config.js';
+import type { RcPathInfo } from '../native/verbs.js';
 
 export type OrderSessionRole = 'trading' | 'risk';
 
@@ -12,6 +13,8 @@ export interface NativeRemotePeer {
   psn: number;
   gid: string;
   mtu: number;
+  /** The alternate path's GID: given by a peer with a second address; answered when the path is armed (else null). */
+  alternateGid?: string | null;
 }
 
 export interface NativeOpenSession {
@@ -37,7 +40,7 @@ export interface NativeSessionAnswer extends NativeRemotePeer {
   regions: NativeRegion[];
 }
 
-export interface NativeOrderSessionInfo {
+export interface NativeOrderSessionInfo extends RcPathInfo {
   session: number;
   role: OrderSessionRole;
   qpn: number;

@@ -33,7 +33,7 @@ export class OrderSessionProvider implements SessionProvider {
         accounts: req.accounts,
         throttle: { ordersPerSecond: s.throttle.ordersPerSecond, burst: s.throttle.burst },
         cancelOnDisconnect: s.cancelOnDisconnect,
-        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu },
+        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu, ...(req.alternateGid !== undefined ? { alternateGid: req.alternateGid } : {}) },
       });
     } catch (err) {
       const code = (err as { code?: unknown }).code;
@@ -47,6 +47,7 @@ export class OrderSessionProvider implements SessionProvider {
       psn: answer.psn,
       gid: answer.gid,
       mtu: answer.mtu,
+      alternateGid: answer.alternateGid ?? null,
       regions: answer.regions.map((r) => ({ name: r.name, account: r.account, addr: r.addr, length: r.length, rkey: r.rkey, access: [...r.access] })),
       layout: this.#service.riskLayout(),
     };
@@ -83,6 +84,9 @@ export class OrderSessionProvider implements SessionProvider {
         rnrHeld: s.rnrHeld,
         disconnected: s.disconnected,
         endedBy: s.endedBy,
+        activePath: s.activePath,
+        pathMigState: s.pathMigState,
+        pathMigrations: s.pathMigrations,
       };
     });
   }

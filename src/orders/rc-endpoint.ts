@@ -33,6 +33,7 @@ import {
   type OpenIbvDeviceOptions,
   type PathMtu,
   type ProtectionDomain,
+  type QpAttrInput,
   type QueuePair,
   RECV_WR_WORDS,
   SEND_WR_WORDS,
@@ -63,6 +64,8 @@ export interface SessionAnswer {
   psn: number;
   gid: string;
   mtu: PathMtu;
+  /** The gateway's alternate path GID when the path is armed (both ends have a second address), else null. */
+  alternateGid: string | null;
   regions: SessionRegion[];
   /** The risk pages' words as the gateway serves them (trading and risk sessions). */
   layout: RiskLayout | undefined;
@@ -124,6 +127,8 @@ export interface EndpointOptions {
   busyPollUs?: number;
 }
 
+/** Local ACK timeout code, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
+const ACK_TIMEOUT = 14;
 /** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
 export const DEFAULT_BUSY_POLL_US = 50;
 /** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
@@ -448,9 +453,21 @@ export class RcEndpoint {
       minRnrTimer: 1,
     });
     // rnrRetry 7 = retry forever: the gateway withholds receives on purpose when it is behind (back-pressure).
-    qp.modify({ state: 'RTS', sqPsn: psn, timeout: 14, retryCnt: 7, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic });
+    // With the gateway's alternate GID the alternate path is armed as the gateway arms its own
+    // (native/src/verbs/rc_connect.cc): the QP migrates when the primary path's retries run out.
+    const alt = this.#alternatePath(answer);
+    qp.modify({ state: 'RTS', sqPsn: psn, timeout: ACK_TIMEOUT, retryCnt: 7, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
     this.#answer = answer;
     return answer;
+  }
+
+  /** The RTS step's altPath and pathMigState REARM when both ends have an alternate path. */
+  #alternatePath(answer: SessionAnswer): Pick<QpAttrInput, 'altPath' | 'pathMigState'> {
+    const local = this.device.alternateGid;
+    if (answer.alternateGid === null || local === null) return {};
+    const sgidIndex = this.device.queryGidTable().find((g) => g.gid === local)?.index;
+    if (sgidIndex === undefined) return {};
+    return { altPath: { ahAttr: { dgid: answer.alternateGid, hopLimit: 64, sgidIndex }, port: 1, pkeyIndex: 0, timeout: ACK_TIMEOUT }, pathMigState: 'REARM' };
   }
 
   async #handshake(qpn: number, psn: number, mtu: PathMtu): Promise<SessionAnswer> {
@@ -461,6 +478,7 @@ export class RcEndpoint {
       psn,
       gid: this.device.gid,
       mtu,
+      ...(this.device.alternateGid !== null ? { alternateGid: this.device.alternateGid } : {}),
       accounts: this.shape.accounts.map(String),
     };
     let res = await this.#call('POST', '/v1/sessions', body);
@@ -481,6 +499,7 @@ export class RcEndpoint {
       psn: number;
       gid: string;
       mtu: PathMtu;
+      alternateGid?: string | null;
       regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
       layout?: RiskLayout;
     };
@@ -493,6 +512,7 @@ export class RcEndpoint {
       psn: j.psn,
       gid: j.gid,
       mtu: j.mtu,
+      alternateGid: j.alternateGid ?? null,
       regions: j.regions.map((r) => ({
         name: r.name,
         account: r.account === undefined ? undefined : BigInt(r.account),

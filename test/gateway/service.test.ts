@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/gateway/config/load.js';
 import { createLogger } from '../../src/gateway/log.js';
 import { startGateway } from '../../src/gateway/service.js';
 import { startTestGateway, client, READ_TOKEN } from '../support/in-process-gateway.js';
+import { freeLoopbackAddress } from '../support/loopback.js';
 
 const config = (...overrides: string[]) =>
   loadConfig({ env: {}, overrides: ['control.port=0', `state.dir=${mkdtempSync(join(tmpdir(), 'qpgate-svc-'))}`, ...overrides] });
@@ -33,6 +34,19 @@ test('an address another device owns fails the start naming backend.address, and
   } finally {
     await gw.close();
   }
+});
+
+test('backend.alternateAddress: refused on ibv (no automatic path migration), and when it is backend.address or no interface has it', async () => {
+  const start = (...sets: string[]) => startGateway(config(...sets), createLogger('silent'), { handleSignals: false });
+  await assert.rejects(start('backend.kind=ibv', 'backend.device=qpgate_nodev0', 'backend.alternateAddress=127.0.0.9'), (err: Error) => {
+    assert.equal(err.name, 'DeviceOpenError');
+    assert.match(err.message, /^backend\.alternateAddress 127\.0\.0\.9: the ibv backend has no automatic path migration \(rxe has none/);
+    return true;
+  });
+  const address = freeLoopbackAddress();
+  await assert.rejects(start(`backend.address=${address}`, `backend.alternateAddress=${address}`), /is backend\.address: give a second address of this host/);
+  // 192.0.2.0/24 (TEST-NET-1) is on no interface of this host.
+  await assert.rejects(start(`backend.address=${address}`, 'backend.alternateAddress=192.0.2.7'), /cannot open the soft device on .*: .*\(backend\.alternateAddress\)$/);
 });
 
 test('shutdown: not ready, extensions stop/drain/close in order, QPs destroyed, device closed, engine stopped', async () => {

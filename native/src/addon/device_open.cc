@@ -9,6 +9,7 @@
 #include "gateway/engine_agents.h"
 #include "verbs/soft/net.h"
 #include "verbs/soft/soft_device.h"
+#include "verbs/source_gid.h"
 #include "verbs_convert.h"
 #if defined(QPGATE_HAVE_IBVERBS)
 #include "verbs/ibv/ibv_device.h"
@@ -52,6 +53,7 @@ soft::SoftDeviceOptions soft_options(Napi::Env env, Napi::Object o) {
   }
   opts.address_or_name = address.empty() ? name : address;
   if (std::string d = opt_string(env, o, "deviceName"); !d.empty()) opts.name = d;
+  opts.alternate_address = opt_string(env, o, "alternateAddress");
   opts.icrc_policy = opt_choice(env, o, "icrcPolicy", kIcrcPolicies, opts.icrc_policy);
   opts.net.receive_mode = opt_choice(env, o, "receiveMode", kReceiveModes, opts.net.receive_mode);
   if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
@@ -76,7 +78,8 @@ OpenedDevice open_soft(Napi::Env env, EngineWrap& ew, Napi::Object o) {
   OpenedDevice out;
   const soft::SoftDevice& d = *r.value();
   const soft::InterfaceInfo& i = d.interface_info();
-  out.facts = {soft::ip_to_string(d.address()), d.gid().to_string(), 0, "", i.name, i.mtu, i.loopback, 1};
+  out.facts = {soft::ip_to_string(d.address()), d.gid().to_string(), 0, "", i.name, i.mtu, i.loopback, 1, ""};
+  if (auto alt = verbs::choose_alternate_gid(*r.value(), verbs::SourceGid{d.gid(), 0})) out.facts.alternate_gid = alt->gid.to_string();
   out.device = std::move(r).value();
   return out;
 }
@@ -115,7 +118,7 @@ OpenedDevice open_ibv(Napi::Env env, EngineWrap& ew, Napi::Object o) {
   const verbs::ibv::IbvDevice& d = *r.value();
   OpenedDevice out;
   out.facts = {dotted(d.ipv4_host()), d.gid().gid.to_string(), d.gid().index, d.gid().report,
-               d.netdev(), interface_mtu(d.netdev()), d.netdev() == "lo", d.port_num()};
+               d.netdev(), interface_mtu(d.netdev()), d.netdev() == "lo", d.port_num(), ""};
   out.device = std::move(r).value();
   out.events_agent = true;
   return out;

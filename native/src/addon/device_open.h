@@ -28,6 +28,7 @@ struct DeviceFacts {
   std::uint32_t mtu = 0;   // its IP MTU
   bool loopback = false;
   std::uint8_t port = 1;
+  std::string alternate_gid;  // the alternate path's source GID (verbs/source_gid.h); "" when none
 };
 
 struct OpenedDevice {
@@ -36,7 +37,7 @@ struct OpenedDevice {
   bool events_agent = false;  // its async events go through EngineAgents::device_events
 };
 
-// openDevice(engine, {kind: 'soft', address | name, ...}) or
+// openDevice(engine, {kind: 'soft', address | name, alternateAddress?, ...}) or
 // {kind: 'ibv', name, port?, gidIndex?, interface?}; kind defaults to 'soft'.
 // Opens on the engine thread and attaches the device to its agent. Throws a
 // TypeError for malformed options and the verbs error when it cannot open.

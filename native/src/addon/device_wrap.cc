@@ -25,7 +25,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
         {InstanceAccessor<&DeviceWrap::Name>("name"), InstanceAccessor<&DeviceWrap::Backend>("backend"),
          InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::GidIndex>("gidIndex"),
          InstanceAccessor<&DeviceWrap::GidReport>("gidReport"), InstanceAccessor<&DeviceWrap::Port>("port"),
-         InstanceAccessor<&DeviceWrap::Address>("address"),
+         InstanceAccessor<&DeviceWrap::Address>("address"), InstanceAccessor<&DeviceWrap::AlternateGid>("alternateGid"),
          InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
          InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
          InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
@@ -79,6 +79,10 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
   }
   Napi::Value Port(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), facts_.port); }
   Napi::Value Address(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), facts_.address); }
+  // The alternate path's source GID (a soft device opened with alternateAddress), or null.
+  Napi::Value AlternateGid(const Napi::CallbackInfo& info) {
+    return facts_.alternate_gid.empty() ? info.Env().Null() : Napi::Value(Napi::String::New(info.Env(), facts_.alternate_gid));
+  }
   Napi::Value Interface(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Object o = Napi::Object::New(env);

@@ -47,6 +47,7 @@ verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where)
   p.gid = to_gid(env, o.Get("gid"), where + ".gid");
   const std::uint32_t mtu = to_u32(env, o.Get("mtu"), where + ".mtu", 4096);
   if (!verbs::mtu_from_bytes(mtu, &p.mtu)) throw Napi::RangeError::New(env, where + ".mtu must be 256, 512, 1024, 2048 or 4096");
+  p.alt_gid = to_alternate_gid(env, o, where + ".alternateGid");
   return p;
 }
 
@@ -56,6 +57,7 @@ Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p) {
   o.Set("psn", Napi::Number::New(env, p.psn));
   o.Set("gid", Napi::String::New(env, p.gid.to_string()));
   o.Set("mtu", Napi::Number::New(env, verbs::mtu_to_bytes(p.mtu)));
+  o.Set("alternateGid", gid_or_null(env, p.alt_gid));
   return o;
 }
 
@@ -68,6 +70,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   Napi::Array chans = Napi::Array::New(env, s.channels.size());
   for (std::size_t i = 0; i < s.channels.size(); ++i) chans.Set(static_cast<std::uint32_t>(i), Napi::Number::New(env, s.channels[i]));
   o.Set("channels", chans);
+  set_rc_path(env, o, s.path);
   const feed::RecoverySessionCounters& c = *s.counters;
   o.Set("requests", num(env, c.requests.get()));
   o.Set("retransmitRequests", num(env, c.retransmit_requests.get()));

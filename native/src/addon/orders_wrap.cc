@@ -120,6 +120,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     o.Set("psn", num(env, r->psn));
     o.Set("gid", r->gid.to_string());
     o.Set("mtu", num(env, verbs::mtu_to_bytes(r->mtu)));
+    o.Set("alternateGid", gid_or_null(env, r->alt_gid));
     Napi::Array regions = Napi::Array::New(env, r->regions.size());
     for (std::size_t i = 0; i < r->regions.size(); ++i) {
       const orders::RegionGrant& g = r->regions[i];
@@ -164,6 +165,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
       o.Set("backPressured", Napi::Boolean::New(env, s.back_pressured));
       o.Set("disconnected", Napi::Boolean::New(env, s.disconnected));
       o.Set("endedBy", s.disconnected ? Napi::Value(Napi::String::New(env, s.ended_by)) : env.Null());
+      set_rc_path(env, o, s.path);
       out.Set(static_cast<std::uint32_t>(i), o);
     }
     return out;

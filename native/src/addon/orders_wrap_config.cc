@@ -230,6 +230,7 @@ orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   r.remote.gid = to_gid(env, remote.Get("gid"), w + ".remote.gid");
   const std::uint32_t mtu = u32(env, remote.Get("mtu"), w + ".remote.mtu", 256, 4096);
   if (!verbs::mtu_from_bytes(mtu, &r.remote.mtu)) range_error(env, w + ".remote.mtu", "256, 512, 1024, 2048 or 4096", remote.Get("mtu"));
+  r.remote.alt_gid = to_alternate_gid(env, remote, w + ".remote.alternateGid");
   return r;
 }
 

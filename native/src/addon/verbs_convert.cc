@@ -61,6 +61,23 @@ verbs::QpState to_state(Napi::Env env, Napi::Value v, const std::string& where) 
   type_error(env, where, "one of 'RESET', 'INIT', 'RTR', 'RTS', 'SQD', 'SQE', 'ERR'", v);
 }
 
+verbs::MigState to_mig_state(Napi::Env env, Napi::Value v, const std::string& where) {
+  const std::string m = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  for (verbs::MigState st : {verbs::MigState::MIGRATED, verbs::MigState::REARM, verbs::MigState::ARMED}) {
+    if (m == verbs::mig_state_name(st)) return st;
+  }
+  type_error(env, where, "'MIGRATED', 'REARM' or 'ARMED'", v);
+}
+
+// altPath: {ahAttr, pkeyIndex?, port?, timeout?} (IBV_QP_ALT_PATH's alt_* fields).
+void to_alt_path(Napi::Env env, Napi::Value v, const std::string& where, verbs::QpAttr& a) {
+  Napi::Object o = to_object(env, v, where);
+  a.alt_ah_attr = to_ah_attr(env, o.Get("ahAttr"), where + ".ahAttr");
+  if (!o.Get("pkeyIndex").IsUndefined()) a.alt_pkey_index = static_cast<std::uint16_t>(to_u32(env, o.Get("pkeyIndex"), where + ".pkeyIndex", 0xffff));
+  if (!o.Get("port").IsUndefined()) a.alt_port_num = to_u8(env, o.Get("port"), where + ".port");
+  if (!o.Get("timeout").IsUndefined()) a.alt_timeout = to_u8(env, o.Get("timeout"), where + ".timeout");
+}
+
 verbs::Mtu to_mtu(Napi::Env env, Napi::Value v, const std::string& where) {
   verbs::Mtu m{};
   if (v.IsNumber()) {
@@ -271,11 +288,14 @@ void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& a, verbs::QpAttrMas
     else if (k == "maxDestRdAtomic") { a.max_dest_rd_atomic = to_u8(env, x, w); mask |= QpAttrMask::MAX_DEST_RD_ATOMIC; }
     else if (k == "cap") { a.cap = to_cap(env, x, w); mask |= QpAttrMask::CAP; }
     else if (k == "destQpNum") { a.dest_qp_num = to_u32(env, x, w); mask |= QpAttrMask::DEST_QPN; }
+    else if (k == "altPath") { to_alt_path(env, x, w, a); mask |= QpAttrMask::ALT_PATH; }
+    else if (k == "pathMigState") { a.path_mig_state = to_mig_state(env, x, w); mask |= QpAttrMask::PATH_MIG_STATE; }
     else {
       throw Napi::TypeError::New(
           env, where + ": unknown attribute '" + k +
                    "' (expected state, curState, enSqdAsyncNotify, qpAccessFlags, pkeyIndex, port, qkey, ahAttr, pathMtu, "
-                   "timeout, retryCnt, rnrRetry, rqPsn, maxRdAtomic, minRnrTimer, sqPsn, maxDestRdAtomic, cap, destQpNum)");
+                   "timeout, retryCnt, rnrRetry, rqPsn, maxRdAtomic, minRnrTimer, sqPsn, maxDestRdAtomic, cap, destQpNum, "
+                   "altPath, pathMigState)");
     }
   }
 }
@@ -422,7 +442,29 @@ Napi::Object qp_attr_to_js(Napi::Env env, const verbs::QpAttr& a, const verbs::Q
   o.Set("maxDestRdAtomic", num(env, a.max_dest_rd_atomic));
   o.Set("sqDraining", Napi::Boolean::New(env, a.sq_draining != 0));
   o.Set("sqSigAll", Napi::Boolean::New(env, init.sq_sig_all));
+  o.Set("pathMigState", std::string(verbs::mig_state_name(a.path_mig_state)));
+  Napi::Object alt = Napi::Object::New(env);
+  alt.Set("ahAttr", ah_attr_to_js(env, a.alt_ah_attr));
+  alt.Set("pkeyIndex", num(env, a.alt_pkey_index));
+  alt.Set("port", num(env, a.alt_port_num));
+  alt.Set("timeout", num(env, a.alt_timeout));
+  o.Set("altPath", alt);
   return o;
+}
+
+std::optional<verbs::Gid> to_alternate_gid(Napi::Env env, Napi::Object o, const std::string& where) {
+  if (!o.Has("alternateGid") || o.Get("alternateGid").IsUndefined() || o.Get("alternateGid").IsNull()) return std::nullopt;
+  return to_gid(env, o.Get("alternateGid"), where);
+}
+
+Napi::Value gid_or_null(Napi::Env env, const std::optional<verbs::Gid>& gid) {
+  return gid ? Napi::Value(Napi::String::New(env, gid->to_string())) : env.Null();
+}
+
+void set_rc_path(Napi::Env env, Napi::Object o, const verbs::RcPathInfo& p) {
+  o.Set("activePath", p.has_alternate ? Napi::Value(Napi::String::New(env, std::string(verbs::active_path_name(p.active)))) : env.Null());
+  o.Set("pathMigState", p.has_alternate ? Napi::Value(Napi::String::New(env, std::string(verbs::mig_state_name(p.mig_state)))) : env.Null());
+  o.Set("pathMigrations", num(env, p.migrations));
 }
 
 Napi::Object device_attr_to_js(Napi::Env env, const verbs::DeviceAttr& a) {

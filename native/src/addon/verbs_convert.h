@@ -8,6 +8,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "verbs/async_event.h"
 #include "verbs/device.h"
 #include "verbs/error.h"
+#include "verbs/rc_path.h"
 #include "verbs/wr.h"
 
 namespace qpgate::addon {
@@ -69,5 +71,13 @@ Napi::Object device_attr_to_js(Napi::Env env, const verbs::DeviceAttr& a);
 Napi::Object port_attr_to_js(Napi::Env env, const verbs::PortAttr& p);
 Napi::Object async_event_to_js(Napi::Env env, const verbs::AsyncEvent& e);
 Napi::Array access_to_js(Napi::Env env, verbs::AccessFlags a);
+
+// An RC handshake's optional `alternateGid` (absent, undefined or null: none).
+std::optional<verbs::Gid> to_alternate_gid(Napi::Env env, Napi::Object o, const std::string& where);
+// The GID's text, or null.
+Napi::Value gid_or_null(Napi::Env env, const std::optional<verbs::Gid>& gid);
+// A session's path (verbs/rc_path.h) as activePath ('primary' | 'alternate',
+// null without an alternate path), pathMigState (null likewise) and pathMigrations.
+void set_rc_path(Napi::Env env, Napi::Object o, const verbs::RcPathInfo& p);
 
 }  // namespace qpgate::addon

@@ -18,6 +18,10 @@ verbs::Result<std::unique_ptr<RcEndpoint>> RcEndpoint::create(verbs::Device& dev
   if (!gid.ok()) return verbs::Error{gid.error().code, "recovery endpoint: " + gid.error().message};
   e->local_.gid = gid->gid;
   e->sgid_index_ = gid->index;
+  if (auto alt = verbs::choose_alternate_gid(device, *gid)) {
+    e->local_.alt_gid = alt->gid;
+    e->alt_sgid_index_ = alt->index;
+  }
   e->local_.qpn = e->channel_->qpn();
   e->local_.psn = verbs::random_psn();
   e->local_.mtu = verbs::Mtu::MTU_1024;
@@ -28,8 +32,10 @@ verbs::Status RcEndpoint::connect(const verbs::RcPeer& peer, const verbs::RcPara
   verbs::RcParams p = params;
   p.psn = local_.psn;
   p.sgid_index = sgid_index_;
+  p.alt_sgid_index = alt_sgid_index_;
   p.access = verbs::Access::LOCAL_WRITE;
   if (verbs::Status s = channel_->connect(p, peer); !s.ok()) return s;
+  if (!verbs::arms_alternate(p, peer)) local_.alt_gid.reset();
   if (channel_->held_receives() != 0) failed_ = true;
   connected_ = !failed_;
   return {};

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "verbs/rc_channel.h"
@@ -26,9 +27,12 @@ class RcEndpoint {
  public:
   static verbs::Result<std::unique_ptr<RcEndpoint>> create(verbs::Device& device, const RcEndpointConfig& config);
 
-  // What to tell the peer in the handshake (our QPN, first PSN, GID, MTU).
+  // What to tell the peer in the handshake (our QPN, first PSN, GID, MTU,
+  // and the alternate GID when the device has a second address; after
+  // connect() only when the peer had one too: the path is armed).
   verbs::RcPeer local() const { return local_; }
   verbs::Status connect(const verbs::RcPeer& peer, const verbs::RcParams& params);
+  verbs::RcPathInfo path() const { return channel_->path(); }
   bool connected() const { return connected_; }
   // The QP went to ERR (a completion with an error status, or closed).
   bool failed() const { return failed_; }
@@ -57,6 +61,7 @@ class RcEndpoint {
   std::unique_ptr<verbs::RcChannel> channel_;
   verbs::RcPeer local_;
   std::uint8_t sgid_index_ = 0;  // local_.gid's entry (verbs/source_gid.h)
+  std::optional<std::uint8_t> alt_sgid_index_;  // local_.alt_gid's entry
   bool connected_ = false;
   bool failed_ = false;
 };

@@ -95,7 +95,7 @@ std::vector<RecoverySessionInfo> RecoveryService::sessions() const {
   std::vector<RecoverySessionInfo> out;
   for (const auto& s : sessions_) {
     out.push_back(RecoverySessionInfo{s->config.session, s->config.publisher, s->ep->qpn(), s->ep->state(),
-                                      s->config.channels, s->counters});
+                                      s->config.channels, s->counters, s->ep->path()});
   }
   return out;
 }

@@ -92,6 +92,7 @@ struct RecoverySessionInfo {
   verbs::QpState state = verbs::QpState::RESET;
   std::vector<std::uint16_t> channels;
   std::shared_ptr<RecoverySessionCounters> counters;
+  verbs::RcPathInfo path;  // the path its QP runs on (verbs/rc_path.h)
 };
 
 class RecoveryService {

@@ -74,6 +74,7 @@ verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& d
   if (!gid.ok()) return gid.error();
   s->gid_ = gid->gid;
   s->gid_index_ = gid->index;
+  s->alt_gid_ = verbs::choose_alternate_gid(device, *gid);
   if (auto port = device.query_port(1); port.ok()) s->port_mtu_ = port->active_mtu;
 
   HandlerConfig hc = s->config_.handler;
@@ -195,6 +196,7 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   rc.params.mtu = static_cast<verbs::Mtu>(
       std::min(static_cast<std::uint8_t>(req.remote.mtu), static_cast<std::uint8_t>(port_mtu_)));
   rc.params.sgid_index = gid_index_;
+  if (alt_gid_) rc.params.alt_sgid_index = alt_gid_->index;
   auto opened = RcSession::open(device_, handler_->risk(), rc);
   if (!opened.ok()) return opened.error();
   std::unique_ptr<RcSession> s = std::move(*opened);
@@ -202,7 +204,8 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
     handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
   }
   s->next_state_check_ns = now_ns + kStateCheckNs;
-  SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions()};
+  SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions(), std::nullopt};
+  if (s->channel().path().has_alternate) a.alt_gid = alt_gid_->gid;
   sessions_.push_back(std::move(s));
   return a;
 }
@@ -220,7 +223,7 @@ std::vector<SessionInfo> OrderService::sessions() const {
   for (const auto& s : sessions_) {
     out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
                               s->received_count, s->sent_count, s->channel().held_receives(), s->out().size(),
-                              s->back_pressured, s->disconnected, s->ended_by});
+                              s->back_pressured, s->disconnected, s->ended_by, s->channel().path()});
   }
   return out;
 }

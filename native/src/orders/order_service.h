@@ -57,6 +57,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -70,6 +71,8 @@
 #include "orders/rc_session.h"
 #include "orders/resend_rebuilder.h"
 #include "orders/resend_store.h"
+#include "verbs/rc_path.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::orders {
 
@@ -106,6 +109,7 @@ struct SessionAnswer {
   verbs::Gid gid;
   verbs::Mtu mtu = verbs::Mtu::MTU_1024;
   std::vector<RegionGrant> regions;
+  std::optional<verbs::Gid> alt_gid;  // our alternate path's GID, when both ends have one (armed)
 };
 
 struct SessionInfo {
@@ -121,6 +125,7 @@ struct SessionInfo {
   bool back_pressured = false;
   bool disconnected = false;
   std::string ended_by;  // why it was lost: RcSession::ended_by
+  verbs::RcPathInfo path;  // the path it runs on (verbs/rc_path.h)
 };
 
 struct ServiceCounters {
@@ -221,6 +226,7 @@ class OrderService {
   ServiceConfig config_;
   verbs::Gid gid_;
   std::uint8_t gid_index_ = 0;
+  std::optional<verbs::SourceGid> alt_gid_;  // the device's alternate address (choose_alternate_gid)
   verbs::Mtu port_mtu_ = verbs::Mtu::MTU_4096;
   std::unique_ptr<OrderHandler> handler_;
   std::vector<std::unique_ptr<RcSession>> sessions_;

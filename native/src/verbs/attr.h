@@ -111,6 +111,9 @@ struct DeviceAttr {
   std::uint16_t max_pkeys = 0;
   std::uint8_t local_ca_ack_delay = 0;
   std::uint8_t phys_port_cnt = 1;
+  // IBV_DEVICE_AUTO_PATH_MIG: RC QPs take an alternate path (IBV_QP_ALT_PATH)
+  // and migrate to it; the soft backend has it, qpgate's ibv backend not.
+  bool auto_path_mig = false;
 };
 
 // ibv_port_attr, the RoCE-relevant fields.

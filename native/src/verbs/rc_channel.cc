@@ -66,6 +66,8 @@ RcChannel::~RcChannel() {
 
 Status RcChannel::connect(const RcParams& local, const RcPeer& peer) {
   if (Status s = connect_rc(*qp_, local, peer); !s.ok()) return s;
+  peer_ = peer;
+  armed_ = arms_alternate(local, peer);
   repost_receives();
   return {};
 }

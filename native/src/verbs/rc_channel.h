@@ -31,6 +31,7 @@
 
 #include "verbs/device.h"
 #include "verbs/rc_connect.h"
+#include "verbs/rc_path.h"
 
 namespace qpgate::verbs {
 
@@ -58,6 +59,8 @@ class RcChannel {
   // RESET → RTS towards `peer`, then posts the receive slots (those it
   // could not post stay released: see held_receives()).
   Status connect(const RcParams& local, const RcPeer& peer);
+  // The path the QP runs on (rc_path.h), towards the peer connect() was given.
+  RcPathInfo path() const { return rc_path_info(*qp_, peer_, armed_); }
   // QP → ERR: the peer's next request fails; our posted WRs flush.
   void to_error();
 
@@ -106,6 +109,8 @@ class RcChannel {
   std::vector<SendWr> staged_;
   std::uint32_t next_send_slot_ = 0;
   std::uint32_t sends_in_flight_ = 0;
+  RcPeer peer_;         // what connect() was given
+  bool armed_ = false;  // connect() loaded an alternate path (arms_alternate)
 };
 
 }  // namespace qpgate::verbs

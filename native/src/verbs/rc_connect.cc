@@ -58,10 +58,19 @@ Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
   a.retry_cnt = local.retry_cnt;
   a.rnr_retry = local.rnr_retry;
   a.max_rd_atomic = local.max_rd_atomic;
-  return step(qp, a,
-              QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT |
-                  QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC,
-              "RTR→RTS");
+  QpAttrMaskFlags mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT |
+                         QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC;
+  if (arms_alternate(local, peer)) {
+    a.alt_ah_attr = a.ah_attr;
+    a.alt_ah_attr.dgid = *peer.alt_gid;
+    a.alt_ah_attr.sgid_index = *local.alt_sgid_index;
+    a.alt_port_num = 1;
+    a.alt_pkey_index = 0;
+    a.alt_timeout = local.timeout;
+    a.path_mig_state = MigState::REARM;
+    mask |= QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE;
+  }
+  return step(qp, a, mask, "RTR→RTS");
 }
 
 }  // namespace qpgate::verbs

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "verbs/device.h"
 
@@ -18,6 +19,8 @@ struct RcPeer {
   std::uint32_t qpn = 0;  // 24 bits
   std::uint32_t psn = 0;  // 24 bits: its first send PSN = our rq_psn
   Mtu mtu = Mtu::MTU_1024;
+  // Its alternate path's GID (a second address: IBV_QP_ALT_PATH), when it has one.
+  std::optional<Gid> alt_gid;
 };
 
 // Our side's transport parameters (IBA 9.7: timeouts and retries).
@@ -34,13 +37,23 @@ struct RcParams {
   std::uint8_t hop_limit = 64;
   std::uint8_t sgid_index = 0;           // the device's chosen source GID (ibv: IbvDevice's selection)
   std::uint8_t traffic_class = 0;
+  // The source GID of our alternate path (choose_alternate_gid), when we have one.
+  std::optional<std::uint8_t> alt_sgid_index;
 };
+
+// True when both ends have an alternate path: connect_rc arms it.
+inline bool arms_alternate(const RcParams& local, const RcPeer& peer) {
+  return local.alt_sgid_index.has_value() && peer.alt_gid.has_value();
+}
 
 // A random 24-bit PSN (getrandom; a fixed start PSN lets stale packets of an
 // earlier connection land in a new one).
 std::uint32_t random_psn();
 
-// RESET → INIT → RTR → RTS towards `peer`. On failure the QP is left where
+// RESET → INIT → RTR → RTS towards `peer`; when arms_alternate, the RTS
+// step also loads the alternate path (our alt_sgid_index to the peer's
+// alt_gid, the same timeout) with PATH_MIG_STATE REARM: the QP is ARMED
+// and migrates when the primary path's retries run out (docs/protocol.md §1.10). On failure the QP is left where
 // it stopped and the Status names the transition and attribute refused.
 Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
 

@@ -24,4 +24,18 @@ Result<SourceGid> choose_source_gid(Device& device, int index) {
   return Error{ENODEV, "port 1 of " + std::string(device.name()) + " has no GID"};
 }
 
+std::optional<SourceGid> choose_alternate_gid(Device& device, const SourceGid& primary) {
+  auto attr = device.query_device();
+  if (!attr.ok() || !attr->auto_path_mig) return std::nullopt;
+  auto table = device.query_gid_table(1);
+  if (!table.ok()) return std::nullopt;
+  const std::vector<Gid>& gids = *table;
+  for (std::size_t i = 0; i < gids.size() && i < 256; ++i) {
+    if (i != primary.index && gids[i].is_ipv4_mapped() && !(gids[i] == primary.gid)) {
+      return SourceGid{gids[i], static_cast<std::uint8_t>(i)};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace qpgate::verbs

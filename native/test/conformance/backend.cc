@@ -186,7 +186,7 @@ void Conformance::connect(QueuePair& q0, QueuePair& q1, std::uint8_t min_rnr_tim
     local.min_rnr_timer = min_rnr_timer;
     local.sgid_index = side[i].sgid_index;
     const Side& peer = side[1 - i];
-    const Status st = connect_rc(*q[i], local, RcPeer{peer.gid, q[1 - i]->qp_num(), psn[1 - i], Mtu::MTU_1024});
+    const Status st = connect_rc(*q[i], local, RcPeer{peer.gid, q[1 - i]->qp_num(), psn[1 - i], Mtu::MTU_1024, std::nullopt});
     ASSERT_TRUE(st.ok()) << st.message();
   }
 }

@@ -94,7 +94,7 @@ class Client {
     qp = std::move(pd_->create_qp(init).value());
   }
 
-  verbs::RcPeer peer() const { return verbs::RcPeer{device->gid(), qp->qp_num(), psn_, verbs::Mtu::MTU_1024}; }
+  verbs::RcPeer peer() const { return verbs::RcPeer{device->gid(), qp->qp_num(), psn_, verbs::Mtu::MTU_1024, std::nullopt}; }
 
   // The handshake (what POST /v1/sessions does), then RTR/RTS towards the gateway.
   verbs::Result<SessionAnswer> handshake(OrderService& service, std::uint32_t session, SessionRole role,
@@ -115,7 +115,7 @@ class Client {
     p.timeout = 14;  // ≈ 67 ms, as the gateway's: a loop iteration under ASan can take milliseconds
     p.max_rd_atomic = 16;
     p.min_rnr_timer = 1;
-    const verbs::Status s = verbs::connect_rc(*qp, p, verbs::RcPeer{a->gid, a->qpn, a->psn, a->mtu});
+    const verbs::Status s = verbs::connect_rc(*qp, p, verbs::RcPeer{a->gid, a->qpn, a->psn, a->mtu, a->alt_gid});
     EXPECT_TRUE(s.ok()) << s.message();
     post_receives(receives);
     return a;

@@ -1,7 +1,9 @@
 // verbs::RcChannel (the slot-based RC QP under the order-entry and recovery
 // sessions) between two soft devices on 127.62.50.x: SENDs go through the
 // send-slot ring and each completion frees its slot; a consumed receive is
-// held until reposted.
+// held until reposted; with a second address at both ends connect() arms
+// the alternate path (rc_connect.h) and a session survives the loss of its
+// primary link, and with one at one end only nothing is armed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,13 +12,17 @@
 
 #include "soft_fixture.h"
 #include "verbs/rc_channel.h"
+#include "verbs/soft/fault.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::verbs::soft::test {
 namespace {
 
 struct ChannelPair {
-  ChannelPair(const char* address_a, const char* address_b, const RcChannelShape& shape)
-      : da(open(address_a)), db(open(address_b)) {
+  // `alt_a`, `alt_b`: the devices' second addresses (GID index 1), or null.
+  ChannelPair(const char* address_a, const char* address_b, const RcChannelShape& shape, const char* alt_a = nullptr,
+              const char* alt_b = nullptr)
+      : da(open(address_a, alt_a)), db(open(address_b, alt_b)) {
     if (!da || !db) return;
     auto ca = RcChannel::create(*da, shape);
     auto cb = RcChannel::create(*db, shape);
@@ -28,12 +34,21 @@ struct ChannelPair {
     pa.psn = 100;
     RcParams pb;
     pb.psn = 200;
-    EXPECT_TRUE(a->connect(pa, RcPeer{db->gid(), b->qpn(), pb.psn, Mtu::MTU_1024}).ok());
-    EXPECT_TRUE(b->connect(pb, RcPeer{da->gid(), a->qpn(), pa.psn, Mtu::MTU_1024}).ok());
+    const auto alt_of_a = choose_alternate_gid(*da, SourceGid{da->gid(), 0});
+    const auto alt_of_b = choose_alternate_gid(*db, SourceGid{db->gid(), 0});
+    if (alt_of_a) pa.alt_sgid_index = alt_of_a->index;
+    if (alt_of_b) pb.alt_sgid_index = alt_of_b->index;
+    RcPeer to_b{db->gid(), b->qpn(), pb.psn, Mtu::MTU_1024, std::nullopt};
+    RcPeer to_a{da->gid(), a->qpn(), pa.psn, Mtu::MTU_1024, std::nullopt};
+    if (alt_of_b) to_b.alt_gid = alt_of_b->gid;
+    if (alt_of_a) to_a.alt_gid = alt_of_a->gid;
+    EXPECT_TRUE(a->connect(pa, to_b).ok());
+    EXPECT_TRUE(b->connect(pb, to_a).ok());
   }
-  static std::unique_ptr<SoftDevice> open(const char* address) {
+  static std::unique_ptr<SoftDevice> open(const char* address, const char* alternate = nullptr) {
     SoftDeviceOptions o;
     o.address_or_name = address;
+    if (alternate != nullptr) o.alternate_address = alternate;
     o.net.probe_ipv4_id = false;
     auto d = open_soft_device(o);
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
@@ -119,6 +134,53 @@ TEST(RcChannel, AConsumedReceiveIsHeldUntilRepostedAndASendWaitsForIt) {
   got = p.poll(*p.b, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(text_of(p.b->received(got[0])), "two");
+}
+
+TEST(RcChannel, WithSecondAddressesAtBothEndsASessionMovesToItsAlternatePathWhenThePrimaryLinkFails) {
+  ChannelPair p("127.62.52.1", "127.62.52.2", {.recv_slots = 4, .recv_bytes = 64, .send_slots = 2, .send_bytes = 64},
+                "127.62.53.1", "127.62.53.2");
+  ASSERT_TRUE(p.ok());
+  for (RcChannel* c : {p.a.get(), p.b.get()}) {
+    const RcPathInfo path = c->path();
+    EXPECT_TRUE(path.has_alternate);
+    EXPECT_EQ(path.mig_state, MigState::ARMED);
+    EXPECT_EQ(path.active, ActivePath::kPrimary);
+    EXPECT_EQ(path.migrations, 0u);
+  }
+  // a's primary link goes down: nothing leaves from or arrives at 127.62.52.1.
+  FaultPlan down;
+  down.tx.drop = 1.0;
+  down.rx.drop = 1.0;
+  down.local_address = ip_from_gid(Gid::parse("127.62.52.1").value());
+  p.da->inject_faults(down);
+  p.send("after the link went down");
+  ASSERT_TRUE(p.a->flush_sends().ok());
+  // retry_cnt 7 of the 67 ms ACK timeout on the primary path, then the alternate.
+  const auto got = p.poll(*p.b, 1, std::chrono::seconds(5));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].status, WcStatus::IBV_WC_SUCCESS);
+  EXPECT_EQ(text_of(p.b->received(got[0])), "after the link went down");
+  const auto sent = p.poll(*p.a, 1, std::chrono::seconds(2));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, WcStatus::IBV_WC_SUCCESS);
+  for (RcChannel* c : {p.a.get(), p.b.get()}) {
+    const RcPathInfo path = c->path();
+    EXPECT_EQ(path.mig_state, MigState::MIGRATED);
+    EXPECT_EQ(path.active, ActivePath::kAlternate);
+    EXPECT_EQ(path.migrations, 1u);
+  }
+}
+
+TEST(RcChannel, ASecondAddressAtOneEndOnlyArmsNothing) {
+  ChannelPair p("127.62.54.1", "127.62.54.2", {.recv_slots = 1, .recv_bytes = 64, .send_slots = 1, .send_bytes = 64},
+                "127.62.55.1", nullptr);
+  ASSERT_TRUE(p.ok());
+  for (RcChannel* c : {p.a.get(), p.b.get()}) {
+    const RcPathInfo path = c->path();
+    EXPECT_FALSE(path.has_alternate);
+    EXPECT_EQ(path.mig_state, MigState::MIGRATED);  // the state a QP starts in: no alternate path
+    EXPECT_EQ(path.active, ActivePath::kPrimary);
+  }
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ struct Endpoint {
     local.min_rnr_timer = o.min_rnr_timer;
     local.max_rd_atomic = o.max_rd_atomic;
     local.max_dest_rd_atomic = o.max_rd_atomic;
-    const Status s = connect_rc(qp, local, RcPeer{peer_gid, peer_qpn, peer_psn, o.mtu});
+    const Status s = connect_rc(qp, local, RcPeer{peer_gid, peer_qpn, peer_psn, o.mtu, std::nullopt});
     ASSERT_TRUE(s.ok()) << s.message();
   }
 

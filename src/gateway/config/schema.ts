@@ -25,6 +25,13 @@ export const BackendConfig = Type.Object(
       format: 'ipv4',
       description: 'the IPv4 address this soft device owns (one address per device: UDP port 4791)',
     }),
+    alternateAddress: Type.Optional(
+      Type.String({
+        format: 'ipv4',
+        description:
+          "soft: a second IPv4 address of this host (another link): RC sessions whose client gives one too get an alternate path and migrate to it when the primary fails (docs/protocol.md §1.10); unset: one path. Not for 'ibv' (no automatic path migration)",
+      }),
+    ),
     port: Type.Integer({ minimum: 1, maximum: 255, description: 'ibv: the port of the RDMA device' }),
     gidIndex: Type.Optional(
       Type.Integer({

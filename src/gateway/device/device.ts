@@ -18,17 +18,24 @@ export function openGatewayDevice(config: GatewayConfig, engine: Engine): Device
 }
 
 function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
+  const alternate = backend.alternateAddress;
+  if (alternate === backend.address) {
+    throw new DeviceOpenError(`backend.alternateAddress ${alternate} is backend.address: give a second address of this host (another link), or leave it unset`);
+  }
   try {
-    return openDevice(engine, { kind: 'soft', address: backend.address });
+    return openDevice(engine, { kind: 'soft', address: backend.address, ...(alternate !== undefined ? { alternateAddress: alternate } : {}) });
   } catch (err) {
     const e = err as Error & { code?: string };
+    // The native error names the alternate address's sockets ("soft device alternate address: ...").
+    const key = alternate !== undefined && /alternate/.test(e.message) ? 'backend.alternateAddress' : 'backend.address';
+    const named = key === 'backend.address' ? backend.address : alternate;
     const why =
       e.code === 'EADDRINUSE'
-        ? `another soft device (in this or another process) owns ${backend.address}:4791`
+        ? `another soft device (in this or another process) owns ${named}:4791`
         : e.code === 'EADDRNOTAVAIL'
-          ? `no interface has the address ${backend.address}`
+          ? `no interface has the address ${named}`
           : e.message;
-    throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (backend.address)`, { cause: err });
+    throw new DeviceOpenError(`cannot open the soft device on ${backend.address}: ${why} (${key})`, { cause: err });
   }
 }
 
@@ -52,6 +59,12 @@ export function ibvFix(code: string | undefined, message: string, at: IbvChoices
 }
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
+  if (backend.alternateAddress !== undefined) {
+    // qpgate passes no alternate path to ibverbs (ibv_device.cc open_ibv_device), and rxe has no APM.
+    throw new DeviceOpenError(
+      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); unset it, or use backend.kind 'soft'`,
+    );
+  }
   let device: Device;
   try {
     device = openDevice(engine, { kind: 'ibv', name: backend.device, port: backend.port, gidIndex: backend.gidIndex });

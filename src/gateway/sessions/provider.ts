@@ -17,6 +17,8 @@ export interface SessionOpenRequest {
   psn: number;
   gid: string;
   mtu: number;
+  /** The client's alternate path GID (a second address), when it has one: the gateway arms an alternate path if it has one too. */
+  alternateGid?: string;
   /** trading/risk: the accounts asked for (already checked against the token's entitlements). */
   accounts: bigint[];
   /** recovery: the feed and channels asked for (channels already checked against the token). */
@@ -39,6 +41,8 @@ export interface SessionOpenAnswer {
   psn: number;
   gid: string;
   mtu: number;
+  /** The gateway's alternate path GID when the path is armed (both ends have one), else null. */
+  alternateGid: string | null;
   regions: RegionGrant[];
   /** What the words of the regions mean (order entry: the risk page layout), served with the answer. */
   layout?: unknown;
@@ -53,6 +57,12 @@ export interface SessionInfo {
   qpn: number;
   /** Once it is no longer connected: what ended it (a work-completion status, an async event, the gateway's reason). */
   endedBy?: string | null;
+  /** The path its QP runs on: 'primary' or 'alternate' (null: no alternate path was armed; docs/protocol.md §1.10). */
+  activePath?: 'primary' | 'alternate' | null;
+  /** 'ARMED' (can migrate), 'MIGRATED' (moved, or not re-armed), null without an alternate path. */
+  pathMigState?: string | null;
+  /** Migrations of its QP (the QP counter path_migrations). */
+  pathMigrations?: number;
   [k: string]: unknown;
 }
 

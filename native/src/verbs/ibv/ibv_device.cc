@@ -155,6 +155,7 @@ DeviceAttr to_device_attr(const ibv_device_attr& a) {
   d.max_qp_init_rd_atom = static_cast<std::uint32_t>(a.max_qp_init_rd_atom);
   d.max_srq = static_cast<std::uint32_t>(a.max_srq);
   d.max_srq_wr = static_cast<std::uint32_t>(a.max_srq_wr);
+  d.auto_path_mig = false;  // IBV_QP_ALT_PATH is not passed to ibverbs (limits.unsupported in open_ibv_device): no APM
   d.max_srq_sge = static_cast<std::uint32_t>(a.max_srq_sge);
   d.max_mcast_grp = static_cast<std::uint32_t>(a.max_mcast_grp);
   d.max_mcast_qp_attach = static_cast<std::uint32_t>(a.max_mcast_qp_attach);

@@ -147,6 +147,7 @@ Result<DeviceAttr> SoftDevice::query_device() const {
   a.max_qp_init_rd_atom = limits::kMaxRdAtom;
   a.max_srq = limits::kMaxSrq;
   a.max_srq_wr = limits::kMaxSrqWr;
+  a.auto_path_mig = true;  // soft_apm.cc
   a.max_srq_sge = kMaxSge;
   a.max_mcast_grp = kMaxMcastGroups;
   a.max_mcast_qp_attach = kMaxMcastQpAttach;

@@ -53,6 +53,9 @@ export const SessionOpenBody = Type.Object(
     psn: Type.Integer({ minimum: 0, maximum: U24, description: 'the client first send PSN: an integer 0..16777215 (24 bits)' }),
     gid: Type.String({ minLength: 2, maxLength: 45, description: "the client GID in IPv6 text form, e.g. '::ffff:127.0.0.1'" }),
     mtu: Type.Union([256, 512, 1024, 2048, 4096].map((m) => Type.Literal(m)), { description: 'one of 256, 512, 1024, 2048, 4096' }),
+    alternateGid: Type.Optional(
+      Type.String({ minLength: 2, maxLength: 45, description: "the client's alternate path GID (a second address) in IPv6 text form, e.g. '::ffff:10.1.0.2'" }),
+    ),
     accounts: Type.Optional(
       Type.Array(Type.String({ pattern: '^[1-9][0-9]{0,19}$', description: 'an account: a decimal u64 string, e.g. "1001"' }), {
         maxItems: 64,
@@ -124,6 +127,7 @@ const SessionOpened = Type.Object(
     psn: Type.Integer(),
     gid: Type.String(),
     mtu: Type.Integer(),
+    alternateGid: Type.Union([Type.String(), Type.Null()], { description: "the gateway's alternate path GID when the path is armed (both ends gave one), else null" }),
     regions: Type.Array(Region),
     layout: Type.Optional(looseObject('risk sessions: the risk pages\' layout, as GET /v1/sessions/risk-layout')),
   },
@@ -227,6 +231,10 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       if (problem) return bad(reply, problem);
       const body = request.body as SessionOpenBody;
       if (isIP(body.gid) !== 6) return bad(reply, `body/gid: expected an IPv6 address in text form, e.g. '::ffff:127.0.0.1', got ${JSON.stringify(body.gid)}`);
+      if (body.alternateGid !== undefined && isIP(body.alternateGid) !== 6) {
+        return bad(reply, `body/alternateGid: expected an IPv6 address in text form, e.g. '::ffff:10.1.0.2', got ${JSON.stringify(body.alternateGid)}`);
+      }
+      if (body.alternateGid === body.gid) return bad(reply, `body/alternateGid: expected a GID other than body/gid (a second address), got ${JSON.stringify(body.alternateGid)} for both`);
       const accounts = (body.accounts ?? []).map((a) => BigInt(a));
       const tooBig = accounts.find((a) => a > U64_MAX);
       if (tooBig !== undefined) return bad(reply, `body/accounts: expected accounts of at most 2^64-1, got "${tooBig}"`);
@@ -253,7 +261,10 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         return sendError(reply, 404, `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway`, NOT_ENABLED);
       }
       // security.requireEncryption: before the QP exists, so nothing reaches the peer in the clear.
-      const unprotected = await state.security?.sessionRefusal(body.gid, `${body.role} session "${body.name}"`);
+      // The alternate path's peer too: a migration must not take the session into the clear.
+      const unprotected =
+        (await state.security?.sessionRefusal(body.gid, `${body.role} session "${body.name}"`)) ??
+        (body.alternateGid !== undefined ? await state.security?.sessionRefusal(body.alternateGid, `${body.role} session "${body.name}" (its alternate path)`) : undefined);
       if (unprotected !== undefined) return forbidden(reply, unprotected.message);
       const openingKey = `${principal.name}\u0000${body.name}`;
       if (opening.has(openingKey)) {
@@ -286,6 +297,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           psn: body.psn,
           gid: body.gid,
           mtu: body.mtu,
+          ...(body.alternateGid !== undefined ? { alternateGid: body.alternateGid } : {}),
           accounts,
           ...(body.feed !== undefined ? { feed: body.feed } : {}),
           channels,
@@ -320,6 +332,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           psn: answer.psn,
           gid: answer.gid,
           mtu: answer.mtu,
+          alternateGid: answer.alternateGid,
           regions: answer.regions,
           ...(answer.layout !== undefined ? { layout: answer.layout } : {}),
         }),

@@ -1,0 +1,78 @@
+// Automatic path migration with real links (docs/protocol.md §1.10): the
+// gateway (`qpgate serve`, soft backend, backend.address on the primary
+// link and backend.alternateAddress on the other) in one namespace, an
+// OrderClient with two addresses in another (two-links.ts). Mid-stream the
+// primary link goes down: the session moves to the alternate path by itself
+// (no reconnect, no resend by the client), every order is answered exactly
+// once, app_seq runs 1, 2, 3... with no gap and no duplicate, no fill is lost,
+// and /v1/sessions shows the session on its alternate path, MIGRATED, after
+// one migration.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createInterface } from 'node:readline';
+import type { GatewayProcess } from '../support/gateway-process.js';
+import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
+import { FAILOVER_CLIENT, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
+import { TOKENS } from './support.js';
+import { QPGATE_BIN } from '../support/paths.js';
+
+const skip = twoLinksUnavailable();
+
+test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost, MIGRATED once', { skip, timeout: 120_000 }, async () => {
+  const links = makeTwoLinks(1);
+  let gw: GatewayProcess | undefined;
+  try {
+    const started = await startTwoLinkGateway(links);
+    gw = started.gw;
+    const { port } = started;
+    const before = 20;
+    const after = 20;
+    const client = links.spawnIn(links.client, [process.execPath, FAILOVER_CLIENT, JSON.stringify({
+      url: `http://${links.primary.gatewayAddress}:${port}`, token: TOKENS.desk, name: 'apm-desk',
+      address: links.primary.clientAddress, alternateAddress: links.alternate.clientAddress, before, after,
+    })], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const out = createInterface({ input: client.stdout! })[Symbol.asyncIterator]();
+    const nextLine = async (): Promise<Record<string, any>> => {
+      const r = await out.next();
+      assert.ok(!r.done, `the client ended early\n${gw!.output()}`);
+      return JSON.parse(r.value as string) as Record<string, any>;
+    };
+
+    const primary = await nextLine();
+    assert.equal(primary['phase'], 'primary');
+    const armed = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(armed['activePath'], 'primary', JSON.stringify(armed));
+    assert.equal(armed['pathMigState'], 'ARMED', JSON.stringify(armed));
+    assert.equal(armed['pathMigrations'], 0);
+
+    links.down(links.primary);
+    client.stdin!.write('down\n');
+    const done = await nextLine();
+    assert.equal(done['phase'], 'done');
+    const total = before + after;
+    assert.deepEqual(done['answers'], { ack: total }, 'every order answered once, by an ack');
+    assert.equal(done['fills'], total, 'each crossing pair filled both of its orders');
+    const seqs = done['appSeqs'] as number[];
+    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), 'app_seq 1, 2, 3... with no gap and no duplicate');
+    assert.equal(seqs.length, total * 2, 'an ack and a fill per order');
+    assert.equal(done['stats'].reconnects, 0, 'the session migrated: the client did not reconnect');
+    assert.equal(done['stats'].resent, 0);
+    assert.equal(done['stats'].duplicates, 0);
+    assert.equal(done['stats'].gaps, 0);
+
+    const moved = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(moved['state'], 'RTS', JSON.stringify(moved));
+    assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
+    assert.equal(moved['pathMigState'], 'MIGRATED', JSON.stringify(moved));
+    assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
+    // qpgate sessions, as an operator runs it in the gateway's namespace: PATH and MIGRATIONS.
+    const table = links.runIn(links.gateway, [process.execPath, QPGATE_BIN, 'sessions', '--url', `http://127.0.0.1:${port}`, '--token', TOKENS.ops]);
+    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+-$`, 'm'), table);
+    client.stdin!.write('close\n');
+    await new Promise((r) => client.once('exit', r));
+  } finally {
+    gw?.child.kill('SIGTERM');
+    if (gw) await gw.exited;
+    links.close();
+  }
+});

@@ -1,0 +1,32 @@
+// A gateway with order entry in the gateway namespace of two-links.ts, for
+// the path migration test and the failover bench: `qpgate serve` with
+// backend.address on the primary link and backend.alternateAddress on the
+// alternate one.
+import { fileURLToPath } from 'node:url';
+import { QPGATE_BIN } from '../support/paths.js';
+import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
+import type { TwoLinks } from '../support/two-links.js';
+import { ordersYaml, TOKENS, TOKENS_YAML, writeConfig } from './support.js';
+
+/** The client half (test/support/failover-client.ts), compiled. */
+export const FAILOVER_CLIENT = fileURLToPath(new URL('../support/failover-client.js', import.meta.url));
+
+/** `qpgate serve` in the gateway's namespace with both addresses, its control plane on every address of that namespace. */
+export async function startTwoLinkGateway(links: TwoLinks): Promise<{ gw: GatewayProcess; port: number }> {
+  const { file } = writeConfig(`feeds:\n  enabled: false\n${TOKENS_YAML}${ordersYaml()}`);
+  const gw = await startGatewayProcess(
+    ['-c', file, '--set', `backend.address=${links.primary.gatewayAddress}`, '--set', `backend.alternateAddress=${links.alternate.gatewayAddress}`,
+      '--set', 'control.host=0.0.0.0', '--set', 'control.allowPlaintextOnNetwork=true'],
+    {},
+    // Ready in seconds on a quiet host; at load 15 node's start alone can take tens.
+    { command: 'ip', argv: ['netns', 'exec', links.gateway, process.execPath, QPGATE_BIN], readyTimeoutMs: 90_000 },
+  );
+  return { gw, port: Number(new URL(gw.url).port) };
+}
+
+/** GET /v1/sessions from inside the gateway's namespace. */
+export function sessionsOf(links: TwoLinks, port: number): Array<Record<string, unknown>> {
+  const out = links.runIn(links.gateway, ['curl', '-sf', '-H', `authorization: Bearer ${TOKENS.ops}`, `http://127.0.0.1:${port}/v1/sessions`]);
+  return (JSON.parse(out) as { sessions: Array<Record<string, unknown>> }).sessions;
+}
+

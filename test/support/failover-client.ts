@@ -1,0 +1,68 @@
+// The client half of the path migration test and bench, run in the client's
+// namespace (two-links.ts) as its own process: an OrderClient on a soft
+// device with two addresses trades sell/buy pairs that cross (each pair two
+// fills), one order at a time. Lines on stdout are JSON:
+//   {"phase":"primary",...}  after `before` orders: the parent may take the primary link down,
+//                            then writes a line to stdin;
+//   {"phase":"done",...}     after `after` more: every sequenced message's app_seq, the
+//                            fills, the client's stats and how long the first order after
+//                            the line took (the failover time); it waits for a last stdin
+//                            line (the parent reads /v1/sessions meanwhile), then closes.
+import { createInterface } from 'node:readline';
+import { OrderClient } from '../../src/orders/client.js';
+import { Side, type SequencedMessage } from '../../src/orders/messages.js';
+
+interface Args {
+  url: string;
+  token: string;
+  name: string;
+  address: string;
+  alternateAddress: string;
+  before: number;
+  after: number;
+}
+
+const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const say = (o: object): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
+
+const client = await OrderClient.connect({
+  url: args.url,
+  token: args.token,
+  name: args.name,
+  accounts: [1n, 2n],
+  device: { address: args.address, alternateAddress: args.alternateAddress },
+  takeover: true,
+});
+const appSeqs: number[] = [];
+let fills = 0;
+client.on('message', (m: SequencedMessage) => {
+  appSeqs.push(Number(m.appSeq));
+  if (m.kind === 'fill') fills++;
+});
+
+let next = 1;
+/** Order `next`: odd ones sell 1 @ 10000 for account 1, even ones buy it for account 2 (a cross: two fills). */
+async function order(): Promise<string> {
+  const i = next++;
+  const sell = i % 2 === 1;
+  const a = await client.newOrder({ clientOrderId: i, instrumentId: 1, side: sell ? Side.SIDE_SELL : Side.SIDE_BUY, price: 10000, quantity: 1, account: sell ? 1 : 2 });
+  return a.kind;
+}
+
+const kinds: Record<string, number> = {};
+const count = (k: string): void => void (kinds[k] = (kinds[k] ?? 0) + 1);
+for (let i = 0; i < args.before; i++) count(await order());
+say({ phase: 'primary', session: client.id, lastAppSeq: Number(client.lastAppSeq) });
+await lines.next();
+const t0 = performance.now();
+count(await order());
+const firstAnswerMs = performance.now() - t0;
+for (let i = 1; i < args.after; i++) count(await order());
+// The last pair's fills follow its ack: wait until every order's fill is in.
+const deadline = Date.now() + 5000;
+while (fills < next - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs });
+await lines.next();
+await client.close();
+process.exit(0);
