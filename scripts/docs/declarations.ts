@@ -48,19 +48,81 @@ const read = (path: string) => readFileSync(ROOT + path, 'utf8');
 
 export const QP_COUNTERS_DEF = 'native/src/verbs/soft/qp_counters.def';
 export const ORDERS_LIMITS_DEF = 'native/src/orders/config_limits.def';
+export const ENGINE_COUNTERS_DEF = 'native/src/engine/engine_counters.def';
+export const FEED_COUNTERS_DEF = 'native/src/feed/feed_counters.def';
+
+/** The JS name of a declared counter, as native/src/addon/declared_counters.cc makes it: duty_cycles -> dutyCycles. */
+export const jsName = (declared: string): string => declared.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+
+/** One X(name, kind, help, family, label) list of counters and, when it feeds any, its F(family, type, label name, help) list. */
+interface CounterSet {
+  /** The X-macro list, and the names of the TS const and type made of it. */
+  list: string;
+  constName: string;
+  typeName: string;
+  /** The F-macro list of the families its counters feed, and the TS const made of it. */
+  metrics?: { list: string; constName: string };
+}
+
+/** Each F() family with the counters (their JS names) that feed it; throws for a counter of no declared family. */
+function familiesOf<F extends { name: string | undefined }>(
+  defPath: string,
+  families: F[],
+  counters: ReadonlyArray<{ name: string | undefined; js: string | undefined; family: string | undefined; label: string | undefined }>,
+): Array<F & { counters: Array<{ counter: string | undefined; label: string | undefined }> }> {
+  const unknown = counters.filter((c) => c.family !== '' && !families.some((f) => f.name === c.family));
+  if (unknown.length > 0) throw new Error(`${defPath}: no F() family for ${unknown.map((c) => c.name).join(', ')}`);
+  return families.map((f) => ({ ...f, counters: counters.filter((c) => c.family === f.name).map((c) => ({ counter: c.js, label: c.label })) }));
+}
+
+function counterSet(defPath: string, def: string, set: CounterSet): string {
+  const counters = entries(list(def, set.list), 'X').map(([name, kind, help, family, label]) => ({ name: name as string, js: jsName(name as string), kind, help, family, label }));
+  let out =
+    `\n/** ${set.list}: each counter's declared (C++) name, its JS name, kind (kFlag: a boolean), meaning, and the family and label it feeds. */\n` +
+    `export const ${set.constName} = ${JSON.stringify(counters, null, 2)} as const;\n\n` +
+    `export type ${set.typeName} = { readonly [C in (typeof ${set.constName})[number] as C['js']]: C['kind'] extends 'kFlag' ? boolean : number };\n`;
+  const metrics = set.metrics;
+  if (metrics === undefined) {
+    const fed = counters.filter((c) => c.family !== '');
+    if (fed.length > 0) throw new Error(`${defPath}: ${set.list} feeds families but has no F() list`);
+    return out;
+  }
+  const families = familiesOf(defPath, entries(list(def, metrics.list), 'F').map(([name, type, labelName, help]) => ({ name, type, labelName, help })), counters);
+  const unfed = families.filter((f) => f.counters.length === 0);
+  if (unfed.length > 0) throw new Error(`${defPath}: no counter feeds ${unfed.map((f) => f.name).join(', ')}`);
+  out +=
+    `\n/** ${metrics.list}: the Prometheus families, and which counter gives which label value. */\n` +
+    `export const ${metrics.constName} = ${JSON.stringify(families, null, 2)} as const;\n`;
+  return out;
+}
+
+function counterSetsModule(defPath: string, sets: CounterSet[]): string {
+  const def = read(defPath);
+  return HEADER(defPath) + sets.map((set) => counterSet(defPath, def, set)).join('');
+}
+
+/** src/declared/engine-counters.ts: the engine's counters and the qpgate_engine_* families they feed. */
+export const engineCountersModule = (): string =>
+  counterSetsModule(ENGINE_COUNTERS_DEF, [
+    { list: 'QPGATE_ENGINE_COUNTERS', constName: 'ENGINE_COUNTERS', typeName: 'EngineCounterValues', metrics: { list: 'QPGATE_ENGINE_METRICS', constName: 'ENGINE_METRICS' } },
+  ]);
+
+/** src/declared/feed-counters.ts: the publisher's, subscriber's and recovery client's counters and the qpgate_feed_* families. */
+export const feedCountersModule = (): string =>
+  counterSetsModule(FEED_COUNTERS_DEF, [
+    { list: 'QPGATE_FEED_PUBLISHER_COUNTERS', constName: 'FEED_PUBLISHER_COUNTERS', typeName: 'FeedPublisherCounterValues', metrics: { list: 'QPGATE_FEED_PUBLISHER_METRICS', constName: 'FEED_PUBLISHER_METRICS' } },
+    { list: 'QPGATE_FEED_CHANNEL_COUNTERS', constName: 'FEED_CHANNEL_COUNTERS', typeName: 'FeedChannelCounterValues', metrics: { list: 'QPGATE_FEED_CHANNEL_METRICS', constName: 'FEED_CHANNEL_METRICS' } },
+    { list: 'QPGATE_FEED_SUBSCRIBER_COUNTERS', constName: 'FEED_SUBSCRIBER_COUNTERS', typeName: 'FeedSubscriberCounterValues' },
+    { list: 'QPGATE_FEED_SUBSCRIBER_CHANNEL_COUNTERS', constName: 'FEED_SUBSCRIBER_CHANNEL_COUNTERS', typeName: 'FeedSubscriberChannelCounterValues' },
+    { list: 'QPGATE_FEED_RECOVERY_CLIENT_COUNTERS', constName: 'FEED_RECOVERY_CLIENT_COUNTERS', typeName: 'FeedRecoveryClientCounterValues' },
+  ]);
 
 /** src/declared/qp-counters.ts: the counter names, and the qpgate_qp_* families they feed. */
 export function qpCountersModule(): string {
   const def = read(QP_COUNTERS_DEF);
   const counters = entries(list(def, 'QPGATE_SOFT_QP_COUNTERS'), 'X').map(([name, help, family, label]) => ({ name, help, family, label }));
-  const families = entries(list(def, 'QPGATE_SOFT_QP_METRICS'), 'F').map(([name, labelName, help]) => ({
-    name,
-    labelName,
-    help,
-    counters: counters.filter((c) => c.family === name).map((c) => ({ counter: c.name, label: c.label })),
-  }));
-  const unknown = counters.filter((c) => c.family !== '' && !families.some((f) => f.name === c.family));
-  if (unknown.length > 0) throw new Error(`${QP_COUNTERS_DEF}: no F() family for ${unknown.map((c) => c.name).join(', ')}`);
+  const declared = counters.map((c) => ({ ...c, js: c.name }));
+  const families = familiesOf(QP_COUNTERS_DEF, entries(list(def, 'QPGATE_SOFT_QP_METRICS'), 'F').map(([name, labelName, help]) => ({ name, labelName, help })), declared);
   return (
     HEADER(QP_COUNTERS_DEF) +
     `\n/** Every transport counter of a soft QP, in declaration order, with its meaning. */\n` +
@@ -91,6 +153,8 @@ export function ordersConfigModule(): string {
 export const DECLARED_MODULES: Record<string, () => string> = {
   'src/declared/qp-counters.ts': qpCountersModule,
   'src/declared/orders-config.ts': ordersConfigModule,
+  'src/declared/engine-counters.ts': engineCountersModule,
+  'src/declared/feed-counters.ts': feedCountersModule,
 };
 
 export const repoPath = (path: string) => ROOT + path;

@@ -1,77 +1,33 @@
 // The feed bindings of the addon (native/src/addon/feed_wrap.h) and how a
 // device given by the caller reaches them.
 import { loadAddon, type NativeEngine } from '../native/addon.js';
+import type {
+  FeedChannelCounterValues,
+  FeedPublisherCounterValues,
+  FeedRecoveryClientCounterValues,
+  FeedSubscriberChannelCounterValues,
+  FeedSubscriberCounterValues,
+} from '../declared/feed-counters.js';
 import type { Engine } from '../native/engine.js';
 import { Device, kNativeDevice, openNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr, type RcPathInfo } from '../native/verbs.js';
 
-export interface NativePublisherStats {
-  session: number;
-  /** Memory reserved up front: every channel's plus the send slots (src/feed/memory.ts). */
-  reservedBytes: number;
-  records: number;
-  rejectedRecords: number;
-  retries: number;
-  postErrors: number;
-  sendErrors: number;
-  suppressed: number;
+/** The publisher's declared counters (native/src/feed/feed_counters.def), then its channels'. */
+export interface NativePublisherStats extends FeedPublisherCounterValues {
   publishLatencyCount: number;
-  channels: Array<{
-    id: number;
-    frames: number;
-    messages: number;
-    bytes: number;
-    heartbeats: number;
-    nextSeq: number;
-    ringFrames: number;
-    snapshotSlots: number;
-    /** The channel's retransmission ring and snapshot store, reserved up front. */
-    reservedBytes: number;
-  }>;
+  channels: Array<FeedChannelCounterValues & { readonly id: number }>;
 }
 
-export interface NativeSubscriberChannelStats {
-  id: number;
-  frames: number;
-  messages: number;
-  duplicates: number;
-  gaps: number;
-  unrecoverable: number;
-  /** Messages delivered from retransmissions. */
-  recovered: number;
-  /** Snapshots applied (late join, new session, range gone) and their messages. */
-  snapshots: number;
-  snapshotMessages: number;
-  recoveryRequests: number;
-  /** THROTTLED answers (asked again after retry_after_ns). */
-  throttled: number;
-  /** RANGE_GONE answers: the lost range is unrecoverable, then a snapshot. */
-  rangeGone: number;
-  /** Gave up: timeout, error status, connection lost, buffer overflow. */
-  recoveryFailures: number;
-  bufferOverflows: number;
-  /** Live frames held behind a recovery in progress. */
-  held: number;
-  sessionChanges: number;
-  session: number;
-  expected: number;
-  heartbeats: number;
-  /** Frames of the session the arbiter left: a restarted gateway's last ones, or a second gateway publishing on the same group. */
-  otherSessionFrames: number;
-  lineAFrames: number;
-  lineBFrames: number;
+/** A subscriber channel's declared counters (native/src/feed/feed_counters.def) and its frame counters. */
+export interface NativeSubscriberChannelStats extends FeedSubscriberChannelCounterValues {
+  readonly id: number;
   latencyCount: number;
   rejectedFrames: number;
   frameCounters: Record<string, number>;
 }
 
-export interface NativeSubscriberStats {
-  received: number;
-  recvErrors: number;
-  unknownGroup: number;
-  snapshotFrames: number;
-  ringFullDrops: number;
+export interface NativeSubscriberStats extends FeedSubscriberCounterValues {
   /** Present with a recovery connection. */
-  recovery?: { requests: number; replies: number; malformedReplies: number; staleReplies: number; sendFailures: number; errors: number };
+  recovery?: FeedRecoveryClientCounterValues;
   channels: NativeSubscriberChannelStats[];
 }
 

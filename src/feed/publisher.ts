@@ -12,6 +12,7 @@
 //     instruments: { 1: 1, 2: 1 },
 //   });
 //   pub.publish(1, [{ type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 1, bidPrice: 100 } }]);
+import type { FeedChannelCounterValues, FeedPublisherCounterValues } from '../declared/feed-counters.js';
 import { RecordType, type Engine } from '../native/engine.js';
 import { MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
 import { summarize, type LatencySummary } from './latency.js';
@@ -61,28 +62,11 @@ export interface PublisherOptions {
 /** Either an encoded message (header fields + protobuf body) or a message to encode. */
 export type PublishInput = MessageInput | MarketDataMessage;
 
-export interface PublisherChannelStats {
-  id: number;
-  frames: number;
-  messages: number;
-  bytes: number;
-  heartbeats: number;
-  nextSeq: number;
-  ringFrames: number;
-  snapshotSlots: number;
-  /** The channel's retransmission ring and snapshot store, reserved up front (src/feed/memory.ts). */
-  reservedBytes: number;
-}
+/** A channel's declared counters (native/src/feed/feed_counters.def); reservedBytes is its ring and snapshot store (src/feed/memory.ts). */
+export type PublisherChannelStats = FeedChannelCounterValues & { readonly id: number };
 
-export interface PublisherStats {
-  session: number;
-  /** Memory reserved up front: every channel's plus the send slots. */
-  reservedBytes: number;
-  records: number;
-  rejectedRecords: number;
-  retries: number;
-  postErrors: number;
-  sendErrors: number;
+/** The publisher's declared counters (native/src/feed/feed_counters.def) and what JS adds to them. */
+export interface PublisherStats extends FeedPublisherCounterValues {
   /** Messages accepted by publish() and not yet in the ring (the ring was full). */
   queued: number;
   channels: PublisherChannelStats[];
@@ -229,19 +213,8 @@ export class FeedPublisher {
   }
 
   stats(): PublisherStats {
-    const s: NativePublisherStats = this.#native.stats();
-    return {
-      session: s.session,
-      reservedBytes: s.reservedBytes,
-      records: s.records,
-      rejectedRecords: s.rejectedRecords,
-      retries: s.retries,
-      postErrors: s.postErrors,
-      sendErrors: s.sendErrors,
-      queued: this.#queued,
-      channels: s.channels,
-      publishLatency: summarize(this.#native.latencyCounts()),
-    };
+    const { publishLatencyCount: _count, channels, ...counters }: NativePublisherStats = this.#native.stats();
+    return { ...counters, queued: this.#queued, channels, publishLatency: summarize(this.#native.latencyCounts()) };
   }
 
   /** The UD QP frames leave on: attributes (state, PSNs, Q_Key), qpNum and counters. Throws once closed. */

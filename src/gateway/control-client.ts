@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { loadConfig } from './config/load.js';
 import { ibvFix } from './device/device.js';
 import { table } from './table.js';
+import { QP_METRICS, type QpCounterName } from '../declared/qp-counters.js';
 import { formatNs } from './units.js';
 import type { TlsReport } from './control/tls.js';
 import type { SecurityReport } from './security/guard.js';
@@ -222,14 +223,10 @@ interface QpRow {
   destQpNum: number;
   qkey: number;
   pathMtu: number;
-  packets: { sent: number; received: number };
   outstandingWrs: number | null;
   recvWrsPosted: number | null;
-  retransmits: { packets: number; rounds: number };
-  timeouts: number;
-  naksReceived: Record<string, number>;
-  naksSent: Record<string, number>;
-  rnrNaks: { received: number; sent: number };
+  /** Under their declared names (native/src/verbs/soft/qp_counters.def). */
+  counters: Readonly<Record<string, number>>;
 }
 interface Status {
   version: string;
@@ -264,7 +261,6 @@ interface Status {
   qps: QpRow[];
 }
 
-const sum = (o: Record<string, number>): number => Object.values(o).reduce((a, b) => a + b, 0);
 
 // "Sessions: trading 1 connected of 2, risk 0 connected of 0, recovery ..." and the order service's line.
 function formatSessions(sum: Record<string, unknown>): string[] {
@@ -365,10 +361,28 @@ function formatFeeds(feeds: { enabled: boolean; summary?: unknown }): string[] {
   return out;
 }
 
+// The counter columns of `qpgate qps`: a declared counter under its own name,
+// or a qpgate_qp_* family's sum (the NAKs of every code) under the family's.
+const qpCounterColumn = (name: QpCounterName): [string, (c: QpRow['counters']) => number] => [name.toUpperCase(), (c) => c[name] ?? 0];
+const qpFamilyColumn = (family: (typeof QP_METRICS)[number]['name']): [string, (c: QpRow['counters']) => number] => {
+  const counters = QP_METRICS.find((f) => f.name === family)!.counters.map((x) => x.counter);
+  return [family.replace(/^qpgate_qp_(.*)_total$/, '$1').toUpperCase(), (c) => counters.reduce((n, k) => n + (c[k] ?? 0), 0)];
+};
+const QP_COUNTER_COLUMNS = [
+  qpCounterColumn('sent_pkts'),
+  qpCounterColumn('rcvd_pkts'),
+  qpCounterColumn('retransmitted_pkts'),
+  qpCounterColumn('timeouts'),
+  qpFamilyColumn('qpgate_qp_naks_received_total'),
+  qpFamilyColumn('qpgate_qp_naks_sent_total'),
+  qpCounterColumn('rcvd_rnr_err'),
+  qpCounterColumn('rnr_naks_sent'),
+];
+
 export function formatQps(qps: QpRow[]): string {
   if (qps.length === 0) return 'no queue pairs';
   return table(
-    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', 'SENT', 'RCVD', 'RETRANS', 'TIMEOUTS', 'NAK-RX', 'NAK-TX', 'RNR-RX', 'RNR-TX', 'OWNER'],
+    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', ...QP_COUNTER_COLUMNS.map(([h]) => h), 'OWNER'],
     qps.map((q) => [
       q.qpn,
       q.type,
@@ -380,14 +394,7 @@ export function formatQps(qps: QpRow[]): string {
       q.pathMtu,
       q.outstandingWrs ?? '-',
       q.recvWrsPosted ?? '-',
-      q.packets.sent,
-      q.packets.received,
-      q.retransmits.packets,
-      q.timeouts,
-      sum(q.naksReceived),
-      sum(q.naksSent),
-      q.rnrNaks.received,
-      q.rnrNaks.sent,
+      ...QP_COUNTER_COLUMNS.map(([, read]) => read(q.counters)),
       q.owner,
     ]),
   );

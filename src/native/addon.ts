@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { EngineCounterValues } from '../declared/engine-counters.js';
 
 export interface NativeFeatures {
   /** Built with libnuma (node-local allocation by mbind). */
@@ -90,29 +91,11 @@ export interface PlacementReport {
   readonly idleReason: string;
 }
 
-export interface EngineStats {
+/** The engine's declared counters (native/src/engine/engine_counters.def) and the rest of its state. */
+export interface EngineStats extends EngineCounterValues {
   readonly running: boolean;
-  readonly dutyCycles: number;
-  readonly idleCycles: number;
-  readonly parks: number;
-  readonly doorbellWakes: number;
-  readonly timerWakes: number;
-  readonly fdWakes: number;
+  /** Doorbell rings by notify() (the JS thread's). */
   readonly notifies: number;
-  readonly jsWakes: number;
-  readonly jsWakeRetries: number;
-  readonly recordsIn: number;
-  readonly recordsOut: number;
-  readonly rejectedRecords: number;
-  readonly toEngineCorrupt: boolean;
-  readonly maxCycleNs: number;
-  readonly cyclesOverThreshold: number;
-  /** run_on_engine tasks that threw (their caller got the error; the engine went on). */
-  readonly taskErrors: number;
-  /** Exceptions out of an agent's do_work or a record handler. */
-  readonly agentErrors: number;
-  /** Agents no longer run because their do_work threw (the others go on). */
-  readonly agentsStopped: number;
   /** The first of those faults, described. */
   readonly faults: ReadonlyArray<{ readonly agent: string; readonly message: string; readonly stopped: boolean }>;
   readonly toEngineUsed: number;

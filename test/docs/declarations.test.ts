@@ -1,12 +1,16 @@
 // The counters and settings declared once in native/src (the .def lists)
 // cannot drift from their TS side: each module of src/declared/ is exactly
 // what `npm run docs:generate` makes of its .def (scripts/docs/declarations.ts),
-// and a soft QP reports exactly the declared counters, in order.
+// and a soft QP, the engine and the feed's publisher and subscriber report
+// exactly the declared counters.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { DECLARED_MODULES, entries, integer, list, repoPath } from '../../scripts/docs/declarations.js';
 import { QP_COUNTERS, QP_METRICS } from '../../src/declared/qp-counters.js';
+import { ENGINE_COUNTERS, ENGINE_METRICS } from '../../src/declared/engine-counters.js';
+import { FEED_CHANNEL_COUNTERS, FEED_PUBLISHER_COUNTERS, FEED_SUBSCRIBER_CHANNEL_COUNTERS, FEED_SUBSCRIBER_COUNTERS } from '../../src/declared/feed-counters.js';
+import { nativeDeviceOf, nativeFeed, openFeedDevice } from '../../src/feed/native.js';
 import { Engine } from '../../src/native/engine.js';
 import { openDevice } from '../../src/native/verbs.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
@@ -46,6 +50,46 @@ test('a soft QP reports exactly the declared counters, in order, and each qpgate
     cq.destroy();
     pd.dealloc();
   } finally {
+    device.close();
+    await engine.stop();
+  }
+});
+
+test('the engine reports exactly its declared counters, a kFlag one as a boolean, and each qpgate_engine_* family reads declared ones', async () => {
+  const engine = new Engine({ hugePages: false });
+  await engine.start();
+  try {
+    const stats = engine.stats() as unknown as Record<string, unknown>;
+    for (const c of ENGINE_COUNTERS) assert.equal(typeof stats[c.js], c.kind === 'kFlag' ? 'boolean' : 'number', c.js);
+    const declared = new Set<string>(ENGINE_COUNTERS.map((c) => c.js));
+    const others = ['running', 'notifies', 'faults', 'toEngineUsed', 'toEngineCapacity', 'fromEngineUsed', 'fromEngineCapacity'];
+    assert.deepEqual(Object.keys(stats).filter((k) => !declared.has(k)), others, 'a counter the engine reports is not in engine_counters.def');
+    for (const family of ENGINE_METRICS) for (const { counter } of family.counters) assert.ok(declared.has(counter), `${family.name}: ${counter}`);
+  } finally {
+    await engine.stop();
+  }
+});
+
+test('a feed publisher, its channels, a subscriber and its channels report exactly the declared counters, in order', async () => {
+  const engine = new Engine({ hugePages: false });
+  await engine.start();
+  const device = openFeedDevice(engine, { address: freeLoopbackAddress() });
+  const feed = nativeFeed();
+  const channels = [{ id: 1, groupA: '239.78.9.1' }];
+  const pub = feed.createPublisher(engine.native, nativeDeviceOf(device), { channels });
+  const sub = feed.createSubscriber(engine.native, nativeDeviceOf(device), { channels });
+  const names = (list: ReadonlyArray<{ js: string }>) => list.map((c) => c.js);
+  try {
+    const { publishLatencyCount: _p, channels: pubChannels, ...publisher } = pub.stats();
+    assert.deepEqual(Object.keys(publisher), names(FEED_PUBLISHER_COUNTERS));
+    assert.deepEqual(Object.keys(pubChannels[0]!), ['id', ...names(FEED_CHANNEL_COUNTERS)]);
+    const { channels: subChannels, recovery: _r, ...subscriber } = sub.stats();
+    assert.deepEqual(Object.keys(subscriber), names(FEED_SUBSCRIBER_COUNTERS));
+    const extra = ['latencyCount', 'frameCounters', 'rejectedFrames'];
+    assert.deepEqual(Object.keys(subChannels[0]!), ['id', ...names(FEED_SUBSCRIBER_CHANNEL_COUNTERS), ...extra]);
+  } finally {
+    sub.close();
+    pub.close();
     device.close();
     await engine.stop();
   }

@@ -79,7 +79,7 @@ test('qpgate qps prints the QP table like `rdma res show qp`', async () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.equal(lines.length, 3);
-    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT +RCVD +RETRANS +TIMEOUTS +NAK-RX +NAK-TX +RNR-RX +RNR-TX +OWNER$/);
+    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT_PKTS +RCVD_PKTS +RETRANSMITTED_PKTS +TIMEOUTS +NAKS_RECEIVED +NAKS_SENT +RCVD_RNR_ERR +RNR_NAKS_SENT +OWNER$/);
     const byQpn = (qpn: number) => lines.find((l) => l.trimStart().startsWith(`${qpn} `))!;
     assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +0x00000000 +\d+ +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
     assert.match(byQpn(ud.qpNum), /^ *\d+ +UD +RESET .* feed:md-a$/);

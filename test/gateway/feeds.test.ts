@@ -76,15 +76,15 @@ test('/v1/feeds lists the default feed with its channel\'s sequence, and /metric
 
 test('the default feed\'s UD QP is in /v1/qps (RTS, the feed Q_Key) with packet counters that grow', async () => {
   const api = client(gw);
-  const qps = (await api.get('/v1/qps', READ_TOKEN)).json as unknown as { qps: Array<{ qpn: number; owner: string; type: string; state: string; qkey: number; packets: { sent: number } }> };
+  const qps = (await api.get('/v1/qps', READ_TOKEN)).json as unknown as { qps: Array<{ qpn: number; owner: string; type: string; state: string; qkey: number; counters: { sent_pkts: number } }> };
   const row = qps.qps.find((q) => q.owner === 'feed:default');
   assert.ok(row, JSON.stringify(qps));
   assert.equal(row.type, 'UD');
   assert.equal(row.state, 'RTS');
   assert.equal(row.qkey, 0x0feed001);
   await new Promise((r) => setTimeout(r, 300));
-  const later = (await api.get(`/v1/qps/${row.qpn}`, READ_TOKEN)).json as unknown as { packets: { sent: number } };
-  assert.ok(later.packets.sent > row.packets.sent, `${later.packets.sent} > ${row.packets.sent}`);
+  const later = (await api.get(`/v1/qps/${row.qpn}`, READ_TOKEN)).json as unknown as { counters: { sent_pkts: number } };
+  assert.ok(later.counters.sent_pkts > row.counters.sent_pkts, `${later.counters.sent_pkts} > ${row.counters.sent_pkts}`);
   const metrics = parsePrometheusText((await api.get('/metrics', READ_TOKEN)).text);
   assert.equal(sampleValue(metrics, 'qpgate_qp_state', { qpn: String(row.qpn), type: 'UD', owner: 'feed:default', state: 'RTS' }), 3);
   assert.ok(sampleValue(metrics, 'qpgate_feed_messages_total', { feed: 'default', channel: '1' })! > 0);

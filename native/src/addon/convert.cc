@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include "engine/node_buffer.h"
+#include "declared_counters.h"
 #include "js_number.h"
 #include "engine/spsc_ring.h"
 #include "gateway/engine_agents.h"
@@ -38,24 +39,8 @@ Napi::Object placement_to_js(Napi::Env env, const engine::PlacementReport& r) {
 Napi::Object stats_to_js(Napi::Env env, const engine::EngineStats& s) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("running", Napi::Boolean::New(env, s.running));
-  o.Set("dutyCycles", num(env, s.duty_cycles));
-  o.Set("idleCycles", num(env, s.idle_cycles));
-  o.Set("parks", num(env, s.parks));
-  o.Set("doorbellWakes", num(env, s.doorbell_wakes));
-  o.Set("timerWakes", num(env, s.timer_wakes));
-  o.Set("fdWakes", num(env, s.fd_wakes));
+  set_counters(env, o, [&](auto&& fn) { s.for_each_counter(fn); });
   o.Set("notifies", num(env, s.notifies));
-  o.Set("jsWakes", num(env, s.js_wakes));
-  o.Set("jsWakeRetries", num(env, s.js_wake_retries));
-  o.Set("recordsIn", num(env, s.records_in));
-  o.Set("recordsOut", num(env, s.records_out));
-  o.Set("rejectedRecords", num(env, s.rejected_records));
-  o.Set("toEngineCorrupt", Napi::Boolean::New(env, s.to_engine_corrupt));
-  o.Set("maxCycleNs", num(env, s.max_cycle_ns));
-  o.Set("cyclesOverThreshold", num(env, s.cycles_over_threshold));
-  o.Set("taskErrors", num(env, s.task_errors));
-  o.Set("agentErrors", num(env, s.agent_errors));
-  o.Set("agentsStopped", num(env, s.agents_stopped));
   Napi::Array faults = Napi::Array::New(env, s.faults.size());
   for (std::size_t i = 0; i < s.faults.size(); ++i) {
     Napi::Object f = Napi::Object::New(env);

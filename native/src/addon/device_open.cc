@@ -40,7 +40,7 @@ T opt_choice(Napi::Env env, Napi::Object o, const char* key, const std::pair<con
 }
 
 constexpr std::pair<const char*, soft::IcrcPolicy> kIcrcPolicies[] = {
-    {"strict", soft::IcrcPolicy::DROP_UNVERIFIED}, {"count-unverifiable", soft::IcrcPolicy::ACCEPT_COUNT_UNVERIFIED}};
+    {"strict", soft::IcrcPolicy::STRICT}, {"count-unverifiable", soft::IcrcPolicy::COUNT_UNVERIFIABLE}};
 constexpr std::pair<const char*, soft::ReceiveMode> kReceiveModes[] = {
     {"plain-udp", soft::ReceiveMode::kPlainUdp}, {"af-packet", soft::ReceiveMode::kAfPacket}};
 

@@ -12,6 +12,7 @@
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
 #include "feed/feed_records.h"
+#include "declared_counters.h"
 #include "js_number.h"
 #include "verbs/gid.h"
 #include "verbs/soft/soft_device.h"
@@ -129,28 +130,14 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     Napi::Env env = info.Env();
     const feed::PublisherStats& s = *stats_;
     Napi::Object o = Napi::Object::New(env);
-    o.Set("session", num(env, s.session.get()));
-    o.Set("reservedBytes", num(env, s.reserved_bytes.get()));
-    o.Set("records", num(env, s.records.get()));
-    o.Set("rejectedRecords", num(env, s.rejected_records.get()));
-    o.Set("retries", num(env, s.retries.get()));
-    o.Set("postErrors", num(env, s.post_errors.get()));
-    o.Set("sendErrors", num(env, s.send_errors.get()));
-    o.Set("suppressed", num(env, s.suppressed.get()));
+    set_counters(env, o, [&](auto&& fn) { s.for_each(fn); });
     o.Set("publishLatencyCount", num(env, s.publish_latency.total()));
     Napi::Array chans = Napi::Array::New(env, s.channels.size());
     for (std::size_t i = 0; i < s.channels.size(); ++i) {
       const feed::PublisherChannelCounters& c = s.channels[i];
       Napi::Object co = Napi::Object::New(env);
       co.Set("id", Napi::Number::New(env, c.id));
-      co.Set("frames", num(env, c.frames.get()));
-      co.Set("messages", num(env, c.messages.get()));
-      co.Set("bytes", num(env, c.bytes.get()));
-      co.Set("heartbeats", num(env, c.heartbeats.get()));
-      co.Set("nextSeq", num(env, c.next_seq.get()));
-      co.Set("ringFrames", num(env, c.ring_frames.get()));
-      co.Set("snapshotSlots", num(env, c.snapshot_slots.get()));
-      co.Set("reservedBytes", num(env, c.reserved_bytes.get()));
+      set_counters(env, co, [&](auto&& fn) { c.for_each(fn); });
       chans.Set(static_cast<std::uint32_t>(i), co);
     }
     o.Set("channels", chans);

@@ -12,6 +12,7 @@
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
 #include "feed/feed_records.h"
+#include "declared_counters.h"
 #include "js_number.h"
 #include "verbs/gid.h"
 #include "verbs/soft/soft_device.h"
@@ -107,20 +108,11 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     Napi::Env env = info.Env();
     const feed::SubscriberStats& s = *stats_;
     Napi::Object o = Napi::Object::New(env);
-    o.Set("received", num(env, s.received.get()));
-    o.Set("recvErrors", num(env, s.recv_errors.get()));
-    o.Set("unknownGroup", num(env, s.unknown_group.get()));
-    o.Set("snapshotFrames", num(env, s.snapshot_frames.get()));
-    o.Set("ringFullDrops", num(env, s.ring_full_drops.get()));
+    set_counters(env, o, [&](auto&& fn) { s.for_each(fn); });
     if (client_ != nullptr) {
       const feed::RecoveryClientCounters& rc = *client_;
       Napi::Object r = Napi::Object::New(env);
-      r.Set("requests", num(env, rc.requests.get()));
-      r.Set("replies", num(env, rc.replies.get()));
-      r.Set("malformedReplies", num(env, rc.malformed_replies.get()));
-      r.Set("staleReplies", num(env, rc.stale_replies.get()));
-      r.Set("sendFailures", num(env, rc.send_failures.get()));
-      r.Set("errors", num(env, rc.errors.get()));
+      set_counters(env, r, [&](auto&& fn) { rc.for_each(fn); });
       o.Set("recovery", r);
     }
     Napi::Array chans = Napi::Array::New(env, s.channels.size());
@@ -128,27 +120,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
       const feed::SubscriberChannelCounters& c = s.channels[i];
       Napi::Object co = Napi::Object::New(env);
       co.Set("id", Napi::Number::New(env, c.id));
-      co.Set("frames", num(env, c.frames.get()));
-      co.Set("messages", num(env, c.messages.get()));
-      co.Set("duplicates", num(env, c.duplicates.get()));
-      co.Set("gaps", num(env, c.gaps.get()));
-      co.Set("unrecoverable", num(env, c.unrecoverable.get()));
-      co.Set("recovered", num(env, c.recovered.get()));
-      co.Set("snapshots", num(env, c.snapshots.get()));
-      co.Set("snapshotMessages", num(env, c.snapshot_messages.get()));
-      co.Set("recoveryRequests", num(env, c.recovery_requests.get()));
-      co.Set("throttled", num(env, c.throttled.get()));
-      co.Set("rangeGone", num(env, c.range_gone.get()));
-      co.Set("recoveryFailures", num(env, c.recovery_failures.get()));
-      co.Set("bufferOverflows", num(env, c.buffer_overflows.get()));
-      co.Set("held", num(env, c.held.get()));
-      co.Set("sessionChanges", num(env, c.session_changes.get()));
-      co.Set("session", num(env, c.session.get()));
-      co.Set("expected", num(env, c.expected.get()));
-      co.Set("heartbeats", num(env, c.heartbeats.get()));
-      co.Set("otherSessionFrames", num(env, c.other_session_frames.get()));
-      co.Set("lineAFrames", num(env, c.line_frames[0].get()));
-      co.Set("lineBFrames", num(env, c.line_frames[1].get()));
+      set_counters(env, co, [&](auto&& fn) { c.for_each(fn); });
       co.Set("latencyCount", num(env, c.latency.total()));
       Napi::Object fe = Napi::Object::New(env);
       std::uint64_t rejected = 0;

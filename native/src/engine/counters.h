@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
+
+#include "engine/engine_counters.def"
 
 namespace qpgate::engine {
 
@@ -21,25 +24,21 @@ class SingleWriterCounter {
   std::atomic<std::uint64_t> value_{0};
 };
 
-// On their own cache lines, away from anything the JS thread writes.
+// What a declared counter is to JS (engine_counters.def, feed_counters.def):
+// a number, or a 0/1 flag given as a boolean.
+enum class CounterKind : std::uint8_t { kCount, kFlag };
+
+// For a struct made of a declared list L: `L(QPGATE_COUNTER_MEMBER)` declares
+// its counters, `L(QPGATE_COUNTER_VISIT)` in a for_each(fn) calls
+// fn(std::string_view name, CounterKind kind, std::uint64_t value) for each.
+#define QPGATE_COUNTER_MEMBER(name, kind, help, family, label) ::qpgate::engine::SingleWriterCounter name;
+#define QPGATE_COUNTER_VISIT(name, kind, help, family, label) \
+  fn(std::string_view(#name), ::qpgate::engine::CounterKind::kind, name.get());
+
+// On their own cache lines, away from anything the JS thread writes. The
+// list is engine_counters.def.
 struct alignas(64) EngineCounters {
-  SingleWriterCounter duty_cycles;        // every pass over the agents
-  SingleWriterCounter idle_cycles;        // passes that found no work
-  SingleWriterCounter parks;              // blocked in epoll
-  SingleWriterCounter doorbell_wakes;     // park ended by the eventfd
-  SingleWriterCounter timer_wakes;        // park ended by the timerfd
-  SingleWriterCounter fd_wakes;           // park ended by an agent's fd
-  SingleWriterCounter js_wakes;           // ThreadSafeFunction calls queued
-  SingleWriterCounter js_wake_retries;    // TSFN queue full: retried next cycle
-  SingleWriterCounter records_in;         // consumed from toEngine
-  SingleWriterCounter records_out;        // produced into fromEngine
-  SingleWriterCounter rejected_records;   // toEngine records skipped: unknown type or too long to answer
-  SingleWriterCounter to_engine_corrupt;  // 1 once a bad toEngine header was seen
-  SingleWriterCounter max_cycle_ns;       // longest duty cycle that did work (Aeron's duty cycle tracker)
-  SingleWriterCounter cycles_over_threshold;  // work cycles longer than the threshold (1 ms default)
-  SingleWriterCounter task_errors;        // run_on_engine tasks that threw (their caller got the exception)
-  SingleWriterCounter agent_errors;       // exceptions out of an agent's do_work or a record handler
-  SingleWriterCounter agents_stopped;     // agents stopped because their do_work threw
+  QPGATE_ENGINE_COUNTERS(QPGATE_COUNTER_MEMBER)
 };
 
 }  // namespace qpgate::engine

@@ -406,24 +406,10 @@ EngineStats Engine::stats() const {
   EngineStats s;
   const EngineCounters& c = *counters_;
   s.running = running_;
-  s.duty_cycles = c.duty_cycles.get();
-  s.idle_cycles = c.idle_cycles.get();
-  s.parks = c.parks.get();
-  s.doorbell_wakes = c.doorbell_wakes.get();
-  s.timer_wakes = c.timer_wakes.get();
-  s.fd_wakes = c.fd_wakes.get();
+#define QPGATE_X(name, kind, help, family, label) s.name = c.name.get();
+  QPGATE_ENGINE_COUNTERS(QPGATE_X)
+#undef QPGATE_X
   s.notifies = notifies_.load(std::memory_order_relaxed);
-  s.js_wakes = c.js_wakes.get();
-  s.js_wake_retries = c.js_wake_retries.get();
-  s.records_in = c.records_in.get();
-  s.records_out = c.records_out.get();
-  s.rejected_records = c.rejected_records.get();
-  s.to_engine_corrupt = c.to_engine_corrupt.get() != 0;
-  s.max_cycle_ns = c.max_cycle_ns.get();
-  s.cycles_over_threshold = c.cycles_over_threshold.get();
-  s.task_errors = c.task_errors.get();
-  s.agent_errors = c.agent_errors.get();
-  s.agents_stopped = c.agents_stopped.get();
   s.faults = faults_->list();
   s.to_engine_capacity = config_.to_engine_capacity;
   s.from_engine_capacity = config_.from_engine_capacity;

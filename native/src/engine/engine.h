@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -70,29 +71,24 @@ using JsWaker = std::function<bool()>;
 
 struct EngineStats {
   bool running = false;
-  std::uint64_t duty_cycles = 0;
-  std::uint64_t idle_cycles = 0;
-  std::uint64_t parks = 0;
-  std::uint64_t doorbell_wakes = 0;
-  std::uint64_t timer_wakes = 0;
-  std::uint64_t fd_wakes = 0;
-  std::uint64_t notifies = 0;          // doorbell rings by notify()
-  std::uint64_t js_wakes = 0;
-  std::uint64_t js_wake_retries = 0;
-  std::uint64_t records_in = 0;
-  std::uint64_t records_out = 0;
-  std::uint64_t rejected_records = 0;
-  bool to_engine_corrupt = false;
-  std::uint64_t max_cycle_ns = 0;
-  std::uint64_t cycles_over_threshold = 0;
-  std::uint64_t task_errors = 0;       // run_on_engine tasks that threw
-  std::uint64_t agent_errors = 0;      // exceptions out of agents and record handlers (agent_faults.h)
-  std::uint64_t agents_stopped = 0;    // agents no longer run because their do_work threw
+  // The declared counters' values (engine_counters.def), read once.
+#define QPGATE_X(name, kind, help, family, label) std::uint64_t name = 0;
+  QPGATE_ENGINE_COUNTERS(QPGATE_X)
+#undef QPGATE_X
+  std::uint64_t notifies = 0;          // doorbell rings by notify(): the JS thread's, so not an EngineCounter
   std::vector<AgentFault> faults;      // the first AgentFaults::kMaxKept of them, described
   std::int64_t to_engine_used = 0;     // bytes published, not yet consumed
   std::int64_t to_engine_capacity = 0;
   std::int64_t from_engine_used = 0;
   std::int64_t from_engine_capacity = 0;
+
+  // fn(std::string_view name, CounterKind kind, std::uint64_t value) for every declared counter, in order.
+  template <class Fn>
+  void for_each_counter(Fn&& fn) const {
+#define QPGATE_X(name, kind, help, family, label) fn(std::string_view(#name), CounterKind::kind, name);
+    QPGATE_ENGINE_COUNTERS(QPGATE_X)
+#undef QPGATE_X
+  }
 };
 
 // A ring's memory and its view. The shared_ptr lets JS's ArrayBuffers keep

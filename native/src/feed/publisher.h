@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "feed/feed_counters.def"
 #include "feed/frame.h"
 #include "feed/retransmit_ring.h"
 #include "feed/sequencer.h"
@@ -105,31 +106,28 @@ std::size_t available_memory_bytes();
 // "64.0 MiB", "512 B".
 std::string format_bytes(std::size_t bytes);
 
+// The channel's counters are the list QPGATE_FEED_CHANNEL_COUNTERS (feed_counters.def).
 struct PublisherChannelCounters {
   std::uint16_t id = 0;
-  engine::SingleWriterCounter reserved_bytes;  // reserved_bytes(channel config), set once
-  engine::SingleWriterCounter frames;       // data frames sent (each on every line)
-  engine::SingleWriterCounter messages;
-  engine::SingleWriterCounter bytes;        // frame bytes, counted once per frame
-  engine::SingleWriterCounter heartbeats;
-  engine::SingleWriterCounter next_seq;
-  engine::SingleWriterCounter ring_frames;  // frames held by the retransmission ring
-  engine::SingleWriterCounter snapshot_slots;
+  QPGATE_FEED_CHANNEL_COUNTERS(QPGATE_COUNTER_MEMBER)
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_CHANNEL_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 // Readable from any thread while the publisher (or a holder) keeps it alive.
 struct PublisherStats {
   explicit PublisherStats(std::size_t channel_count) : channels(channel_count) {}
   std::vector<PublisherChannelCounters> channels;  // in config order
-  engine::SingleWriterCounter session;
-  engine::SingleWriterCounter reserved_bytes;    // reserved_bytes(config): channels and send slots, set once
-  engine::SingleWriterCounter records;           // PUBLISH calls accepted
-  engine::SingleWriterCounter rejected_records;  // malformed or for an unknown channel
-  engine::SingleWriterCounter retries;           // refused for lack of send slots (back-pressure)
-  engine::SingleWriterCounter post_errors;       // WRs a post_send refused
-  engine::SingleWriterCounter send_errors;       // send completions with an error status
-  engine::SingleWriterCounter suppressed;        // frame copies not sent: line disabled by set_line_mask
+  QPGATE_FEED_PUBLISHER_COUNTERS(QPGATE_COUNTER_MEMBER)  // feed_counters.def
   metrics::LatencyHistogram publish_latency;     // enqueue (JS) → post_send, ns
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_PUBLISHER_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 enum class PublishStatus : std::uint8_t { kOk, kRetry, kUnknownChannel, kMalformed, kTooLarge };

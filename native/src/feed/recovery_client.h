@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "engine/counters.h"
+#include "feed/feed_counters.def"
 #include "feed/rc_endpoint.h"
 #include "feed/recovery_codec.h"
 
@@ -36,12 +37,12 @@ struct ConsumerLoad {
 };
 
 struct RecoveryClientCounters {
-  engine::SingleWriterCounter requests;
-  engine::SingleWriterCounter replies;
-  engine::SingleWriterCounter malformed_replies;
-  engine::SingleWriterCounter stale_replies;   // for a request no longer outstanding
-  engine::SingleWriterCounter send_failures;   // no send slot, or the QP failed
-  engine::SingleWriterCounter errors;          // completions with an error status
+  QPGATE_FEED_RECOVERY_CLIENT_COUNTERS(QPGATE_COUNTER_MEMBER)  // feed_counters.def
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_RECOVERY_CLIENT_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 class RecoveryClient {

@@ -195,7 +195,7 @@ void Subscriber::on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::u
     stats_->snapshot_frames.add();
     return;
   }
-  if (!parsed->header().is_control()) ch->counters.line_frames[static_cast<std::size_t>(line)].add();
+  if (!parsed->header().is_control()) ch->counters.line_frames(static_cast<std::size_t>(line)).add();
   ch->receive_time_ns = received_at;
   const auto before = ch->arbiter.counters();
   ch->arbiter.on_frame(line, *parsed, now_ns, *ch);

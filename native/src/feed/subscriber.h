@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "feed/feed_counters.def"
 #include "engine/spsc_ring.h"
 #include "feed/arbiter.h"
 #include "feed/frame.h"
@@ -62,39 +63,26 @@ std::string validate(const SubscriberConfig& config);
 
 struct SubscriberChannelCounters {
   std::uint16_t id = 0;
-  engine::SingleWriterCounter frames;          // data frames delivered
-  engine::SingleWriterCounter messages;        // messages delivered
-  engine::SingleWriterCounter duplicates;      // frames dropped: the other line (or a repeat) was first
-  engine::SingleWriterCounter gaps;            // holes lost on every line
-  engine::SingleWriterCounter unrecoverable;   // messages lost for good (not recovered, or replaced by a snapshot)
-  engine::SingleWriterCounter recovered;       // messages delivered from retransmissions
-  engine::SingleWriterCounter snapshots;       // snapshots applied (late join, new session, range gone)
-  engine::SingleWriterCounter snapshot_messages;
-  engine::SingleWriterCounter recovery_requests;
-  engine::SingleWriterCounter recovery_replies;  // RetransmitReplies with frames
-  engine::SingleWriterCounter throttled;       // THROTTLED answers (asked again later)
-  engine::SingleWriterCounter range_gone;      // RANGE_GONE (or UNKNOWN_SESSION): resynced by snapshot
-  engine::SingleWriterCounter recovery_failures;  // gave up: timeout, error status, connection lost
-  engine::SingleWriterCounter buffer_overflows;   // gave up: too many live frames held
-  engine::SingleWriterCounter held;            // live frames held behind a recovery now
-  engine::SingleWriterCounter session_changes;
-  engine::SingleWriterCounter session;
-  engine::SingleWriterCounter expected;        // next sequence expected
-  engine::SingleWriterCounter heartbeats;
-  engine::SingleWriterCounter other_session_frames;  // dropped: of the session the arbiter left (arbiter.h)
-  engine::SingleWriterCounter line_frames[2];  // valid data frames received per line (A, B), duplicates included
+  QPGATE_FEED_SUBSCRIBER_CHANNEL_COUNTERS(QPGATE_COUNTER_MEMBER)  // feed_counters.def
+  engine::SingleWriterCounter& line_frames(std::size_t line) { return line == 0 ? line_a_frames : line_b_frames; }
   FrameCounters frame_counters;                // accepted / rejected by reason
   metrics::LatencyHistogram latency;           // send_time_ns → polled, ns (CLOCK_REALTIME both ends)
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_SUBSCRIBER_CHANNEL_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 struct SubscriberStats {
   explicit SubscriberStats(std::size_t channel_count) : channels(channel_count) {}
   std::vector<SubscriberChannelCounters> channels;  // in config order
-  engine::SingleWriterCounter received;             // completions with a packet
-  engine::SingleWriterCounter recv_errors;          // completions with an error status
-  engine::SingleWriterCounter unknown_group;        // a packet for no subscribed group
-  engine::SingleWriterCounter snapshot_frames;      // SNAPSHOT frames on the multicast (ignored)
-  engine::SingleWriterCounter ring_full_drops;      // records fromEngine had no room for
+  QPGATE_FEED_SUBSCRIBER_COUNTERS(QPGATE_COUNTER_MEMBER)  // feed_counters.def
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_SUBSCRIBER_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 class SubscriberChannel;

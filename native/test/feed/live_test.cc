@@ -120,8 +120,8 @@ TEST(FeedLive, PublisherPacksFramesSequencesThemAndSendsEachOnBothLines) {
   EXPECT_EQ(rig.pub->snapshot(3)->slots_used(), 5u);  // instruments 1..5, latest quote each
   // Each frame came on both lines: one copy won, the other was a duplicate.
   const auto& sc = rig.subs[both]->stats()->channels[0];
-  EXPECT_EQ(sc.line_frames[0].get(), 2u);
-  EXPECT_EQ(sc.line_frames[1].get(), 2u);
+  EXPECT_EQ(sc.line_a_frames.get(), 2u);
+  EXPECT_EQ(sc.line_b_frames.get(), 2u);
   EXPECT_EQ(sc.duplicates.get(), 2u);
   EXPECT_EQ(sc.gaps.get(), 0u);
   EXPECT_EQ(sc.latency.total(), 2u);

@@ -111,7 +111,7 @@ TEST_F(SoftAfPacket, APlainUdpDeviceCannotVerifyTheSamePacketAndDropsItInStrictM
 TEST_F(SoftAfPacket, ACorruptedPacketIsStillCaughtWhatEverTheIcrcPolicy) {
   SoftDeviceOptions o;
   o.net.receive_mode = ReceiveMode::kAfPacket;
-  o.icrc_policy = IcrcPolicy::ACCEPT_COUNT_UNVERIFIED;  // no effect on packets whose headers were seen
+  o.icrc_policy = IcrcPolicy::COUNT_UNVERIFIABLE;  // no effect on packets whose headers were seen
   test::Node n("127.62.42.2", 1 << 16, o);
   ASSERT_TRUE(n.ok());
   auto qp = n.ud_qp();

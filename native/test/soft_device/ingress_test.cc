@@ -90,9 +90,9 @@ TEST(SoftIngress, ABadIcrcIsDroppedInStrictModeAndCountedAsUnverifiableInCountMo
   s.send(bytes);
   ASSERT_TRUE(wait_for(n, [&] { return n.device->wire_counters().rejected_count(wire::DecodeError::kIcrcMismatch); }, 1));
   EXPECT_EQ(n.device->ingress_counters().delivered.get(), 0u);
-  EXPECT_EQ(n.device->icrc_policy(), IcrcPolicy::DROP_UNVERIFIED);
+  EXPECT_EQ(n.device->icrc_policy(), IcrcPolicy::STRICT);
 
-  n.device->set_icrc_policy(IcrcPolicy::ACCEPT_COUNT_UNVERIFIED);
+  n.device->set_icrc_policy(IcrcPolicy::COUNT_UNVERIFIABLE);
   s.send(bytes);
   ASSERT_TRUE(wait_for(n, [&] { return n.device->ingress_counters().icrc_unverifiable.get(); }, 1));
   EXPECT_EQ(n.device->ingress_counters().delivered.get(), 1u);

@@ -11,7 +11,6 @@
 // QPs made natively (the feed publisher's UD QP) are listed through a
 // ListedQp their owner provides: query() throws once the owner has gone.
 import type { CreateQpOptions, ProtectionDomain, QpAttr, QueuePair } from '../../native/verbs.js';
-import type { QpCounterName } from '../../declared/qp-counters.js';
 
 /** What the registry reads of a QP: a verbs QueuePair, or a native QP seen through its owner. */
 export interface ListedQp {
@@ -36,10 +35,6 @@ export interface TrackedQp {
   readonly createdAt: Date;
 }
 
-/** NAK codes as the BTH/AETH syndrome names them (IBA 9.7.5.2.8). */
-export const NAK_CODES = ['psn_seq_err', 'inv_req', 'rem_access', 'rem_op', 'other'] as const;
-export type NakCode = (typeof NAK_CODES)[number];
-
 /** One row of /v1/qps: what `rdma res show qp` and `ibv_query_qp` tell. */
 export interface QpView {
   qpn: number;
@@ -60,24 +55,13 @@ export interface QpView {
   timeout: number;
   retryCnt: number;
   rnrRetry: number;
-  packets: { sent: number; received: number };
-  /** Requester: packets sent again by go-back-N, and how many go-back-N rounds started. */
-  retransmits: { packets: number; rounds: number };
-  timeouts: number;
-  retryExceeded: number;
-  rnrRetryExceeded: number;
-  /** Moves to the alternate path (automatic path migration, docs/protocol.md §1.10). */
-  pathMigrations: number;
-  naksReceived: Record<NakCode, number>;
-  naksSent: Record<NakCode, number>;
-  rnrNaks: { received: number; sent: number };
   createdAt: string;
-  /** Every transport counter of the QP (qp_counters.def names). */
+  /**
+   * Every transport counter of the QP, under its one name: qp_counters.def's
+   * (src/declared/qp-counters.ts) for a soft QP; the row re-spells none of them.
+   */
   counters: Readonly<Record<string, number>>;
 }
-
-// The names are qp_counters.def's (QpCounterName): a misspelt one does not compile.
-const c = (counters: Readonly<Record<string, number>>, name: QpCounterName): number => counters[name] ?? 0;
 
 export function qpView(t: TrackedQp): QpView {
   const a = t.qp.query();
@@ -100,27 +84,6 @@ export function qpView(t: TrackedQp): QpView {
     timeout: a.timeout,
     retryCnt: a.retryCnt,
     rnrRetry: a.rnrRetry,
-    packets: { sent: c(k, 'sent_pkts'), received: c(k, 'rcvd_pkts') },
-    retransmits: { packets: c(k, 'retransmitted_pkts'), rounds: c(k, 'completer_retry') },
-    timeouts: c(k, 'timeouts'),
-    retryExceeded: c(k, 'retry_exceeded'),
-    rnrRetryExceeded: c(k, 'rnr_retry_exceeded'),
-    pathMigrations: c(k, 'path_migrations'),
-    naksReceived: {
-      psn_seq_err: c(k, 'rcvd_seq_err'),
-      inv_req: c(k, 'rcvd_nak_inv_req'),
-      rem_access: c(k, 'rcvd_nak_rem_access'),
-      rem_op: c(k, 'rcvd_nak_rem_op'),
-      other: c(k, 'rcvd_nak_other'),
-    },
-    naksSent: {
-      psn_seq_err: c(k, 'out_of_seq_request'),
-      inv_req: c(k, 'naks_sent_inv_req'),
-      rem_access: c(k, 'naks_sent_rem_access'),
-      rem_op: c(k, 'naks_sent_rem_op'),
-      other: 0,
-    },
-    rnrNaks: { received: c(k, 'rcvd_rnr_err'), sent: c(k, 'rnr_naks_sent') },
     createdAt: t.createdAt.toISOString(),
     counters: k,
   };

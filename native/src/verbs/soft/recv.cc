@@ -21,7 +21,7 @@ bool state_receives(QpState s) {
 }  // namespace
 
 std::string_view icrc_policy_name(IcrcPolicy p) {
-  return p == IcrcPolicy::DROP_UNVERIFIED ? "strict" : "count-unverifiable";
+  return p == IcrcPolicy::STRICT ? "strict" : "count-unverifiable";
 }
 
 bool Ingress::qp_accepts(const SoftQp& qp, const wire::Packet& pkt, const RxMeta& meta) {
@@ -59,7 +59,7 @@ int Ingress::receive(std::span<const std::uint8_t> roce, const RxMeta& meta) {
   wire::Result<wire::Packet> decoded =
       headers_seen ? wire::decode_verified(roce, meta.ip_udp_seen()) : wire::decode_verified(roce, meta.flow);
   if (!headers_seen && !decoded.ok() && decoded.error() == wire::DecodeError::kIcrcMismatch &&
-      policy_ == IcrcPolicy::ACCEPT_COUNT_UNVERIFIED) {
+      policy_ == IcrcPolicy::COUNT_UNVERIFIABLE) {
     decoded = wire::decode(roce);  // structurally sound: accept without an integrity check
     if (decoded.ok()) counters_.icrc_unverifiable.inc();
   }

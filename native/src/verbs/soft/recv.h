@@ -44,8 +44,8 @@ namespace qpgate::verbs::soft {
 class SoftQp;
 
 enum class IcrcPolicy : std::uint8_t {
-  DROP_UNVERIFIED,          // "strict": an ICRC that does not match the ID-0 pseudo header is dropped
-  ACCEPT_COUNT_UNVERIFIED,  // "count-unverifiable": accepted, counted as icrc_unverifiable
+  STRICT,              // "strict": an ICRC that does not match the ID-0 pseudo header is dropped
+  COUNT_UNVERIFIABLE,  // "count-unverifiable": accepted, counted as icrc_unverifiable
 };
 std::string_view icrc_policy_name(IcrcPolicy p);  // "strict", "count-unverifiable"
 

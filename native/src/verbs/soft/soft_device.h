@@ -57,7 +57,7 @@ struct SoftDeviceOptions {
   // interfaces own their whole subnet, so 127.0.0.x works on lo).
   std::string address_or_name;
   std::string name;  // the device name; default "qpgate_soft_<address>"
-  IcrcPolicy icrc_policy = IcrcPolicy::DROP_UNVERIFIED;
+  IcrcPolicy icrc_policy = IcrcPolicy::STRICT;
   NetConfig net;     // address is filled in by open_soft_device
   // A second IPv4 address (or interface name) of this host: GID index 1, the
   // source of the RC paths whose sgid_index is 1 (IBV_QP_ALT_PATH's

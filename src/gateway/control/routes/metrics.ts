@@ -7,6 +7,8 @@ import type { GatewayState } from '../../state.js';
 import { errorResponses } from '../errors.js';
 import type { QpView } from '../../device/qp-registry.js';
 import { QP_METRICS } from '../../../declared/qp-counters.js';
+import { ENGINE_METRICS } from '../../../declared/engine-counters.js';
+import { registerDeclaredFamilies } from '../../metrics/declared-metrics.js';
 import { hwCounters } from '../../device/device.js';
 
 export function createRegistry(state: GatewayState): Registry {
@@ -22,60 +24,14 @@ export function createRegistry(state: GatewayState): Registry {
   }).set({ version: state.version, node: process.version, backend: state.config.backend.kind }, 1);
   const stats = () => state.engine.stats();
 
-  // A counter whose value is a native running total, set on scrape.
-  const nativeCounter = (name: string, help: string, read: () => number): void => {
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(read());
-      },
-    });
-  };
-  nativeCounter('qpgate_engine_duty_cycles_total', 'Engine duty cycles run.', () => stats().dutyCycles);
-  nativeCounter('qpgate_engine_idle_cycles_total', 'Engine duty cycles that found no work.', () => stats().idleCycles);
-  nativeCounter('qpgate_engine_parks_total', 'Times the engine parked in epoll (backoff idle strategy).', () => stats().parks);
-  nativeCounter('qpgate_engine_js_wakeups_total', 'Times the engine woke the JS thread (at most once per batch).', () => stats().jsWakes);
-  nativeCounter(
-    'qpgate_engine_cycles_over_threshold_total',
-    'Engine duty cycles longer than the threshold (1 ms).',
-    () => stats().cyclesOverThreshold,
-  );
-  nativeCounter(
-    'qpgate_engine_record_handler_errors_total',
-    'fromEngine record handlers (JS) that threw: the record was skipped for that handler, logged, and the gateway went on.',
-    () => state.engine.recordHandlerErrors,
-  );
-  nativeCounter(
-    'qpgate_engine_task_errors_total',
-    'Engine tasks (control operations run on the engine thread) that threw; the caller got the error, the engine went on.',
-    () => stats().taskErrors,
-  );
-  nativeCounter(
-    'qpgate_engine_agent_errors_total',
-    'Exceptions out of an engine agent or a record handler (the agent is stopped, the record skipped; see qpgate status).',
-    () => stats().agentErrors,
-  );
-  new Gauge({
-    name: 'qpgate_engine_agents_stopped',
-    help: 'Engine agents no longer run because they threw; the others go on.',
-    registers: [registry],
-    collect() {
-      this.set(stats().agentsStopped);
-    },
-  });
+  registerDeclaredFamilies(registry, ENGINE_METRICS, [], () => [[{}, stats()]]);
   new Counter({
-    name: 'qpgate_engine_ring_records_total',
-    help: 'Records through the JS <-> engine rings.',
-    labelNames: ['ring'],
+    name: 'qpgate_engine_record_handler_errors_total',
+    help: 'fromEngine record handlers (JS) that threw: the record was skipped for that handler, logged, and the gateway went on.',
     registers: [registry],
     collect() {
-      const s = stats();
       this.reset();
-      this.inc({ ring: 'to_engine' }, s.recordsIn);
-      this.inc({ ring: 'from_engine' }, s.recordsOut);
+      this.inc(state.engine.recordHandlerErrors);
     },
   });
   new Gauge({

@@ -1,6 +1,6 @@
 // GET /v1/qps: every QP the gateway made — what `rdma res show qp` shows
 // (LQPN, type, state, SQ/RQ PSN, destination QPN) and the transport counters
-// behind `rdma statistic qp` (retransmits, NAKs by code, RNR NAKs, timeouts).
+// behind `rdma statistic qp`, each under its one name (native/src/verbs/soft/qp_counters.def).
 // GET /v1/qps/:qpn: one QP, with every counter.
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -15,9 +15,9 @@ const QpRow = Type.Object(
     owner: Type.String(),
     sqPsn: Type.Integer(),
     rqPsn: Type.Integer(),
-    counters: Type.Object({}, { additionalProperties: true, description: 'every transport counter' }),
+    counters: Type.Object({}, { additionalProperties: true, description: 'every transport counter, under its qp_counters.def name' }),
   },
-  { additionalProperties: true, description: 'a QP: QPN, type, state, PSNs, destination, retransmits, timeouts, NAKs and RNR NAKs' },
+  { additionalProperties: true, description: 'a QP: QPN, type, state, PSNs, destination, and its counters' },
 );
 
 export const QpnParams = Type.Object(
@@ -33,7 +33,7 @@ export async function qpRoutes(app: FastifyInstance, opts: { state: GatewayState
       schema: {
         tags: ['qps'],
         summary: 'every QP the gateway made',
-        description: 'Each QP: QPN, type, state, SQ/RQ PSN, destination, retransmits, timeouts, NAKs received and sent by code, RNR NAKs, every transport counter.',
+        description: 'Each QP: QPN, type, state, SQ/RQ PSN, destination, and counters: every transport counter under its qp_counters.def name (retransmitted_pkts, completer_retry, timeouts, rcvd_seq_err, rnr_naks_sent...).',
         response: { 200: Type.Object({ device: Type.Union([Type.String(), Type.Null()]), count: Type.Integer(), qps: Type.Array(QpRow) }, { additionalProperties: false }) },
       },
     },
