@@ -94,3 +94,19 @@ test('a feed publisher, its channels, a subscriber and its channels report exact
     await engine.stop();
   }
 });
+
+test('the status page sums the NAK families of qp_counters.def, and shows only declared QP counters', () => {
+  const page = readFileSync(repoPath('src/gateway/control/status-page/index.html'), 'utf8');
+  const listed = (name: string): string[] => {
+    const m = new RegExp(`var ${name} = \\[([^\\]]*)\\]`).exec(page);
+    assert.ok(m, `the status page declares ${name}`);
+    return [...m[1]!.matchAll(/'([a-z_]+)'/g)].map((x) => x[1]!);
+  };
+  const family = (name: string): string[] => QP_METRICS.find((f) => f.name === name)!.counters.map((c) => c.counter);
+  assert.deepEqual(listed('NAKS_RECEIVED'), family('qpgate_qp_naks_received_total'));
+  assert.deepEqual(listed('NAKS_SENT'), family('qpgate_qp_naks_sent_total'));
+  const declared = new Set<string>(QP_COUNTERS.map((c) => c.name));
+  for (const [, name] of page.matchAll(/\bc\.([a-z_]+)\b/g)) {
+    if (name!.includes('_') || name === 'timeouts') assert.ok(declared.has(name!), `status page reads q.counters.${name}, which qp_counters.def does not declare`);
+  }
+});
