@@ -35,6 +35,8 @@ import { loadAddon, type NativeEngine } from './addon.js';
 // ---------------------------------------------------------------- vocabulary
 
 export type QpType = 'RC' | 'UC' | 'UD';
+/** When an RC requester asks for ACKs (native/src/verbs/types.h AckRequests). */
+export type AckRequests = 'per-message' | 'window';
 export type QpState = 'RESET' | 'INIT' | 'RTR' | 'RTS' | 'SQD' | 'SQE' | 'ERR';
 export type AccessFlag = 'LOCAL_WRITE' | 'REMOTE_WRITE' | 'REMOTE_READ' | 'REMOTE_ATOMIC';
 /** Path MTU in bytes. */
@@ -415,6 +417,7 @@ interface NativeQp {
   attachMcast(group: string): void;
   detachMcast(group: string): void;
   counters(): Record<string, number>;
+  setAckRequests(mode: AckRequests): void;
   destroy(): void;
 }
 interface NativePd {
@@ -433,6 +436,7 @@ interface NativeDevice {
   readonly port: number;
   readonly address: string;
   readonly alternateGid: string | null;
+  readonly ackHoldUs: number;
   readonly interface: InterfaceInfo;
   query(): DeviceAttr;
   queryPort(port?: number): PortAttr;
@@ -604,6 +608,14 @@ export class Device {
   /** The source GID of RC alternate paths (a soft device opened with alternateAddress), or null: no automatic path migration. */
   get alternateGid(): string | null {
     return this.#native.alternateGid;
+  }
+  /**
+   * How long this device's RC responder holds the ACK of a request that did
+   * not ask for one (µs; 0: never sends one, as rxe): told to the peer in the
+   * session handshake, which may then ask for ACKs to the window only.
+   */
+  get ackHoldUs(): number {
+    return this.#native.ackHoldUs;
   }
   /** ibv: which GID entry was chosen and why, for the log; null for soft. */
   get gidReport(): string | null {
@@ -937,6 +949,16 @@ export class QueuePair {
   }
   detachMcast(group: string): void {
     this.#native.detachMcast(group);
+  }
+  /**
+   * When this RC QP's requester asks for an ACK (AckReq): 'per-message' (the
+   * IBA's usual, the default) or 'window' (only to keep the send queue open:
+   * for a peer that said in the handshake that it holds ACKs, ackHoldUs;
+   * docs/protocol.md "The ACK hold"). The soft backend's; ibv throws
+   * EOPNOTSUPP for 'window'.
+   */
+  setAckRequests(mode: AckRequests): void {
+    this.#native.setAckRequests(mode);
   }
   /** The QP's transport counters (qp_counters.def names). */
   counters(): Readonly<Record<string, number>> {

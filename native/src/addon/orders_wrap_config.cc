@@ -231,6 +231,9 @@ orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   const std::uint32_t mtu = u32(env, remote.Get("mtu"), w + ".remote.mtu", 256, 4096);
   if (!verbs::mtu_from_bytes(mtu, &r.remote.mtu)) range_error(env, w + ".remote.mtu", "256, 512, 1024, 2048 or 4096", remote.Get("mtu"));
   r.remote.alt_gid = to_alternate_gid(env, remote, w + ".remote.alternateGid");
+  if (has(remote, "ackHoldUs")) {
+    r.remote.ack_hold_ns = std::int64_t{u32(env, remote.Get("ackHoldUs"), w + ".remote.ackHoldUs", 0, 1'000'000)} * 1000;
+  }
   return r;
 }
 

@@ -247,6 +247,7 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
                         InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::PostRecvBatch>("postRecvBatch"),
                         InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
                         InstanceMethod<&QpWrap::DetachMcast>("detachMcast"), InstanceMethod<&QpWrap::Counters>("counters"),
+                        InstanceMethod<&QpWrap::SetAckRequests>("setAckRequests"),
                         InstanceMethod<&QpWrap::Destroy>("destroy")});
   }
   using VerbsWrap::VerbsWrap;
@@ -279,6 +280,19 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     to_qp_attr(env, info[0], attr, mask);
     verbs::Status s;
     run([&] { s = qp.modify(attr, mask); });
+    if (!s.ok()) throw_status(env, s);
+    return env.Undefined();
+  }
+  // qp.setAckRequests('per-message' | 'window'): verbs/types.h AckRequests.
+  Napi::Value SetAckRequests(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+    if (mode != "per-message" && mode != "window") {
+      throw Napi::TypeError::New(env, "qp.setAckRequests: expected 'per-message' or 'window'");
+    }
+    verbs::Status s;
+    run([&] { s = qp.set_ack_requests(mode == "window" ? verbs::AckRequests::WINDOW : verbs::AckRequests::PER_MESSAGE); });
     if (!s.ok()) throw_status(env, s);
     return env.Undefined();
   }
