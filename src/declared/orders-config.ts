@@ -45,6 +45,18 @@ export const ORDERS_LIMITS = {
     "default": 1000,
     "description": "a session past maxQueuedMessages is ended once nothing could be posted to it for this long"
   },
+  "ackTimeout": {
+    "minimum": 1,
+    "maximum": 31,
+    "default": 14,
+    "description": "the sessions' local ACK timeout (IBA code: 4.096 µs × 2^n; 14 ≈ 67 ms): with retryCnt, how long a silent client is waited for; raise it on hosts where the gateway or its clients can be descheduled for longer"
+  },
+  "retryCnt": {
+    "minimum": 0,
+    "maximum": 7,
+    "default": 7,
+    "description": "retransmissions before a session whose client stopped answering ends with IBV_WC_RETRY_EXC_ERR (on an armed alternate path: migrates)"
+  },
   "orderCapacity": {
     "minimum": 16,
     "maximum": 16777216,

@@ -116,6 +116,8 @@ export const OrdersConfig = Type.Object(
         resendCapacity: Type.Integer({ ...ORDERS_LIMITS.resendCapacity }),
         maxQueuedMessages: Type.Integer({ ...ORDERS_LIMITS.maxQueuedMessages }),
         stallTimeoutMs: Type.Integer({ ...ORDERS_LIMITS.stallTimeoutMs }),
+        ackTimeout: Type.Integer({ ...ORDERS_LIMITS.ackTimeout }),
+        retryCnt: Type.Integer({ ...ORDERS_LIMITS.retryCnt }),
         maxClientOrderIds: Type.Integer({ ...ORDERS_LIMITS.maxClientOrderIds }),
       },
       { ...strict, default: {} },
@@ -242,6 +244,8 @@ export interface NativeOrderServiceConfig {
   resendCapacity: number;
   maxQueuedMessages: number;
   stallTimeoutMs: number;
+  ackTimeout: number;
+  retryCnt: number;
   feedPublisherId?: number;
 }
 
@@ -298,6 +302,8 @@ export function nativeServiceConfig(
     resendCapacity: orders.sessions.resendCapacity,
     maxQueuedMessages: orders.sessions.maxQueuedMessages,
     stallTimeoutMs: orders.sessions.stallTimeoutMs,
+    ackTimeout: orders.sessions.ackTimeout,
+    retryCnt: orders.sessions.retryCnt,
     ...(feedPublisherId === undefined ? {} : { feedPublisherId }),
   };
 }

@@ -127,11 +127,25 @@ export interface EndpointOptions {
    * nothing else meanwhile: it buys latency with CPU.
    */
   busyPollUs?: number;
+  /**
+   * The QP's local ACK timeout (IBA code 1..31: 4.096 µs × 2^n; default 14 ≈
+   * 67 ms) and retransmissions before the session ends (0..7, default 7): a
+   * gateway silent for (retryCnt + 1) × the timeout ends it (IBV_WC_RETRY_EXC_ERR),
+   * as the gateway's own orders.sessions.ackTimeout / retryCnt do.
+   */
+  ackTimeout?: number;
+  retryCnt?: number;
 }
 
-/** Local ACK timeout code, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
+/** Local ACK timeout code by default, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
 const ACK_TIMEOUT = 14;
-const ACK_TIMEOUT_US = 4.096 * 2 ** ACK_TIMEOUT;
+const RETRY_CNT = 7;
+
+function checkInteger(name: string, v: number | undefined, lo: number, hi: number, unit = ''): void {
+  if (v !== undefined && !(Number.isInteger(v) && v >= lo && v <= hi)) {
+    throw new RangeError(`qpgate client: options.${name}: expected an integer ${lo} to ${hi}${unit}, got ${v}`);
+  }
+}
 /** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
 export const DEFAULT_BUSY_POLL_US = 50;
 /** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
@@ -211,6 +225,8 @@ export class RcEndpoint {
     if (busy !== undefined && !(Number.isFinite(busy) && busy >= 0 && busy <= 1_000_000)) {
       throw new RangeError(`qpgate client: options.busyPollUs: expected 0 to 1000000 µs, got ${busy}`);
     }
+    checkInteger('ackTimeout', options.ackTimeout, 1, 31, ' (4.096 µs × 2^n)');
+    checkInteger('retryCnt', options.retryCnt, 0, 7);
     let engine = options.engine;
     const ownEngine = engine === undefined;
     if (engine === undefined) {
@@ -459,11 +475,12 @@ export class RcEndpoint {
     // With the gateway's alternate GID the alternate path is armed as the gateway arms its own
     // (native/src/verbs/rc_connect.cc): the QP migrates when the primary path's retries run out.
     const alt = this.#alternatePath(answer);
-    qp.modify({ state: 'RTS', sqPsn: psn, timeout: ACK_TIMEOUT, retryCnt: 7, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
+    const timeout = this.options.ackTimeout ?? ACK_TIMEOUT;
+    qp.modify({ state: 'RTS', sqPsn: psn, timeout, retryCnt: this.options.retryCnt ?? RETRY_CNT, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
     // The gateway acknowledges what did not ask within its hold, far inside our ACK timeout: ask for
     // ACKs to the window only, so an order's round trip carries its two SENDs and no ACK
     // (native/src/verbs/rc_connect.cc peer_holds_acks, the gateway's side of the same rule).
-    if (answer.ackHoldUs > 0 && answer.ackHoldUs * 16 <= ACK_TIMEOUT_US && this.device.ackHoldUs > 0) qp.setAckRequests('window');
+    if (answer.ackHoldUs > 0 && answer.ackHoldUs * 16 <= 4.096 * 2 ** timeout && this.device.ackHoldUs > 0) qp.setAckRequests('window');
     this.#answer = answer;
     return answer;
   }
@@ -474,7 +491,7 @@ export class RcEndpoint {
     if (answer.alternateGid === null || local === null) return {};
     const sgidIndex = this.device.queryGidTable().find((g) => g.gid === local)?.index;
     if (sgidIndex === undefined) return {};
-    return { altPath: { ahAttr: { dgid: answer.alternateGid, hopLimit: 64, sgidIndex }, port: 1, pkeyIndex: 0, timeout: ACK_TIMEOUT }, pathMigState: 'REARM' };
+    return { altPath: { ahAttr: { dgid: answer.alternateGid, hopLimit: 64, sgidIndex }, port: 1, pkeyIndex: 0, timeout: this.options.ackTimeout ?? ACK_TIMEOUT }, pathMigState: 'REARM' };
   }
 
   async #handshake(qpn: number, psn: number, mtu: PathMtu): Promise<SessionAnswer> {

@@ -6,7 +6,8 @@
 //   - neither side asks for an ACK per message: the session's QP asks for a
 //     few in many orders, and is asked for a few in many answers; what did
 //     not ask is acknowledged by the hold;
-//   - the handshake says what the gateway's responder does (ackHoldUs).
+//   - the handshake says what the gateway's responder does (ackHoldUs);
+//   - the RC transport options of a client (ackTimeout, retryCnt) are checked.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OrderClient } from '../../src/orders/client.js';
@@ -42,4 +43,15 @@ test('one order at a time between soft ends costs an ACK every few orders, not o
   } finally {
     await client.close();
   }
+});
+
+test("a client's RC transport options out of range are refused before anything is opened, naming the option and its range", async () => {
+  const base = { url: gw.url, token: TOKENS.desk, name: 'bad-transport', accounts: [1n], device: { address: freeLoopbackAddress() } };
+  await assert.rejects(OrderClient.connect({ ...base, ackTimeout: 0 }), {
+    name: 'RangeError',
+    message: 'qpgate client: options.ackTimeout: expected an integer 1 to 31 (4.096 µs × 2^n), got 0',
+  });
+  await assert.rejects(OrderClient.connect({ ...base, retryCnt: 8 }), { name: 'RangeError', message: 'qpgate client: options.retryCnt: expected an integer 0 to 7, got 8' });
+  const sessions = await fetch(`${gw.url}/v1/sessions`, { headers: { authorization: `Bearer ${TOKENS.desk}` } }).then((r) => r.json());
+  assert.ok(!JSON.stringify(sessions).includes('bad-transport'), 'no session was opened');
 });

@@ -193,6 +193,8 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
                      req.remote,         config_.recv_depth, config_.send_depth,
                      config_.max_message_bytes, config_.rc};
   rc.params.psn = verbs::random_psn();
+  rc.params.timeout = static_cast<std::uint8_t>(config_.ack_timeout);
+  rc.params.retry_cnt = static_cast<std::uint8_t>(config_.retry_cnt);
   rc.params.mtu = static_cast<verbs::Mtu>(
       std::min(static_cast<std::uint8_t>(req.remote.mtu), static_cast<std::uint8_t>(port_mtu_)));
   rc.params.sgid_index = gid_index_;
