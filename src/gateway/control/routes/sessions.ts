@@ -1,5 +1,5 @@
 // /v1/sessions: the one handshake for every RC session (trading, risk,
-// recovery), and the list of them (/work/contracts/sessions.md).
+// recovery), and the list of them (docs/protocol.md §3.1).
 //
 //   POST   /v1/sessions      open (a token entitled to the role, accounts, channels)
 //   GET    /v1/sessions      list (read: the token's own sessions; admin: all)
@@ -149,6 +149,8 @@ export interface SessionsExtensionOptions {
  * The sessions extension: /v1/sessions over the providers registered in
  * `state.sessionProviders`, with ids kept in <state.dir>/sessions.json.
  */
+// long because: a fastify plugin (its routes) and the extension's lifecycle over one closure of
+// session state (ids, open sessions, refusals); the POST handler alone is 137 lines. To split: issue 16.
 export function sessionsExtension(state: GatewayState, options: SessionsExtensionOptions = {}): ControlExtension {
   const ids = new SessionIds(state.config.state.dir);
   const open = new Map<number, OpenSession>();
