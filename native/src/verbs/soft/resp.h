@@ -26,7 +26,7 @@
 //    ACK for a later PSN. The ACK a duplicate SEND/WRITE draws is owed the
 //    same way (a go-back-N resend is one batch); NAKs and RNR NAKs go at once.
 //  - a SEND longer than the receive → NAK remote operational error (rxe
-//    6.1, captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
+//    6.1, test/fixtures/captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
 //  - rkey/bounds/access failures → NAK remote access error (0x62); a
 //    misaligned atomic → NAK invalid request (0x61). A WRITE/READ/atomic to
 //    a QP without the qp_access_flags for it → NAK invalid request (0x61),
