@@ -3,6 +3,7 @@
 // read a fabric's); more subcommands (record) join as their features land.
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
+import './state-dir-of.js';
 import { effectiveConfig, formatEffective } from './config/effective.js';
 import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';

@@ -4,8 +4,7 @@ import { Option, type Command } from 'commander';
 import { IbvOpenError, type OpenDeviceOptions, type OpenIbvDeviceOptions } from '../native/verbs.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from './config/load.js';
-import { ibvFix } from './device/device.js';
+import { ibvFix } from '../native/ibv-fix.js';
 import { table } from './table.js';
 import { QP_METRICS, type QpCounterName } from '../declared/qp-counters.js';
 import { formatNs } from './units.js';
@@ -181,6 +180,19 @@ export async function requestGateway(opts: ClientOptions, path: string, init: Re
   }
 }
 
+/** The gateway's state.dir for a --config file and an environment (its config layers). */
+export type StateDirOf = (file: string | undefined, env: NodeJS.ProcessEnv) => string;
+let stateDirOf: StateDirOf = () => './var';
+
+/**
+ * How resolveToken finds state.dir: set once by what loads the gateway's
+ * config (src/gateway/state-dir-of.ts, for the CLI and the package's entry),
+ * so the clients do not import the gateway.
+ */
+export function setStateDirOf(fn: StateDirOf): void {
+  stateDirOf = fn;
+}
+
 /** --token, else $QPGATE_TOKEN, else <state.dir>/admin.token (state.dir from the config layers). */
 export function resolveToken(opts: ClientOptions): { token: string; source: string } {
   const env = opts.env ?? process.env;
@@ -188,7 +200,7 @@ export function resolveToken(opts: ClientOptions): { token: string; source: stri
   if (env['QPGATE_TOKEN']) return { token: env['QPGATE_TOKEN'], source: 'QPGATE_TOKEN' };
   let stateDir = './var';
   try {
-    stateDir = loadConfig({ file: opts.config, env }).state.dir;
+    stateDir = stateDirOf(opts.config, env);
   } catch {
     // an unreadable config: fall back to the default state.dir
   }
