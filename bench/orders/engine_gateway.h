@@ -90,11 +90,11 @@ class EngineGateway {
       r.role = orders::SessionRole::kTrading;
       r.accounts = {buy_account(i), sell_account(i)};
       r.throttle = orders::ThrottleConfig{0, 1};
-      r.remote = verbs::RcPeer{clients[i].gid, clients[i].qpn, clients[i].psn, clients[i].mtu, std::nullopt};
+      r.remote = verbs::RcPeer{clients[i].gid, clients[i].qpn, clients[i].psn, clients[i].mtu, std::nullopt, clients[i].ack_hold_ns};
       verbs::Result<orders::SessionAnswer> a = verbs::Error{};
       engine_->run_on_engine([&] { a = service().open_session(r, qpgate::monotonic_ns()); });
       const orders::SessionAnswer s = take(std::move(a), "open_session");
-      answers.push_back(PeerWire{s.qpn, s.psn, s.gid, s.mtu});
+      answers.push_back(PeerWire{s.qpn, s.psn, s.gid, s.mtu, s.ack_hold_ns});
     }
     return answers;
   }

@@ -42,6 +42,7 @@ struct PeerWire {
   std::uint32_t psn = 0;
   verbs::Gid gid;
   verbs::Mtu mtu = verbs::Mtu::MTU_1024;
+  std::int64_t ack_hold_ns = 0;  // its responder's ACK hold, as the handshake's ackHoldUs
 };
 
 class RcOrderClient {
@@ -79,7 +80,7 @@ class RcOrderClient {
 
   std::vector<PeerWire> peers() const {
     std::vector<PeerWire> out;
-    for (const Session& s : qps_) out.push_back(PeerWire{s.qp->qp_num(), s.psn, device_->gid(), verbs::Mtu::MTU_1024});
+    for (const Session& s : qps_) out.push_back(PeerWire{s.qp->qp_num(), s.psn, device_->gid(), verbs::Mtu::MTU_1024, device_->ack_hold_ns()});
     return out;
   }
 
@@ -91,7 +92,7 @@ class RcOrderClient {
       p.psn = qps_[i].psn;
       p.access = verbs::Access::LOCAL_WRITE;
       const PeerWire& g = gateway[i];
-      check(verbs::connect_rc(*qps_[i].qp, p, verbs::RcPeer{g.gid, g.qpn, g.psn, g.mtu, std::nullopt}), "connect_rc");
+      check(verbs::connect_rc(*qps_[i].qp, p, verbs::RcPeer{g.gid, g.qpn, g.psn, g.mtu, std::nullopt, g.ack_hold_ns}), "connect_rc");
       for (std::uint32_t slot = 0; slot < kRecvSlots; ++slot) post_recv(i, slot);
     }
     for (std::uint32_t i = 0; i < sessions_; ++i) send(i, orders::Hello{0});

@@ -15,6 +15,9 @@
 //   --depth N        max_send_wr = max_recv_wr = N (receives posted up front)
 //   --batch N        WRs per post_send/post_recv call
 //   --max-seconds S  ping-pong: stop measuring after S seconds even if --iters are not done
+//   --ack-requests per-message|window  both QPs' AckReq policy (verbs/types.h
+//                    AckRequests; default per-message): window is what
+//                    qpgate's sessions use between soft peers (the ACK hold)
 //
 // Prints one `RESULT {json}` line (bench_common.h).
 #include <fcntl.h>
@@ -55,6 +58,7 @@ struct Config {
   int server_cpu;
   std::string client_addr;
   std::string server_addr;
+  AckRequests ack_requests;
 };
 
 struct PeerInfo {
@@ -158,6 +162,7 @@ struct Side {
     check(qp->modify(a, QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT |
                             QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC),
           "modify RTS");
+    check(qp->set_ack_requests(cfg.ack_requests), "set_ack_requests");
   }
 
   PeerInfo info() const { return PeerInfo{qp->qp_num(), my_psn, device->gid()}; }
@@ -365,10 +370,10 @@ int run_client(const Config& c, pid_t server, int from_server, int to_server) {
   int status = 0;
   waitpid(server, &status, 0);
   std::printf(
-      "RESULT {\"bench\":\"soft_rc_%s\",\"size\":%u,\"depth\":%u,\"batch\":%u,\"client\":\"%s\",\"server\":\"%s\","
+      "RESULT {\"bench\":\"soft_rc_%s\",\"ack_requests\":\"%s\",\"size\":%u,\"depth\":%u,\"batch\":%u,\"client\":\"%s\",\"server\":\"%s\","
       "\"client_cpu\":%d,\"server_cpu\":%d,\"server_received\":%" PRIu64 ",\"server_rnr_naks\":%" PRIu64
       ",\"acks_rcvd\":%" PRIu64 "%s}\n",
-      c.mode.c_str(), c.size, c.depth, c.batch, c.client_addr.c_str(), c.server_addr.c_str(), c.client_cpu,
+      c.mode.c_str(), c.ack_requests == AckRequests::WINDOW ? "window" : "per-message", c.size, c.depth, c.batch, c.client_addr.c_str(), c.server_addr.c_str(), c.client_cpu,
       c.server_cpu, server_received, server_rnr, s.counter("rcvd_acks"), body.c_str());
   std::fflush(stdout);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
@@ -392,6 +397,9 @@ int main(int argc, char** argv) {
   c.server_cpu = static_cast<int>(a.num("server-cpu", 0));
   c.client_addr = a.str("client", "127.0.0.1");
   c.server_addr = a.str("server", "127.0.0.2");
+  const std::string ack_requests = a.str("ack-requests", "per-message");
+  if (ack_requests != "per-message" && ack_requests != "window") die("--ack-requests per-message|window");
+  c.ack_requests = ack_requests == "window" ? AckRequests::WINDOW : AckRequests::PER_MESSAGE;
   if (c.mode != "pingpong" && c.mode != "stream") die("--mode pingpong|stream");
   if (c.depth == 0 || c.batch == 0 || c.batch > c.depth || c.depth % c.batch != 0) die("--batch must divide --depth");
   if (c.size == 0 || c.size > 65536) die("--size 1..65536");

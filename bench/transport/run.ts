@@ -147,6 +147,11 @@ for (let run = 0; run < runs; run++) {
   process.stdout.write(`transport: run ${run + 1}/${runs} (load ${loadavg().map((x) => x.toFixed(2)).join(' ')})\n`);
   for (const size of SIZES) {
     keep(`soft_rc ${size}`, runResult(`soft RC ${size}`, benchBin('bench_soft_rc_pingpong'), pp(size)));
+    // What qpgate's sessions between soft ends run: AckReq to the window, the peer's ACK hold (docs/protocol.md).
+    keep(
+      `soft_rc_window ${size}`,
+      runResult(`soft RC ${size} window`, benchBin('bench_soft_rc_pingpong'), [...pp(size), '--ack-requests', 'window', '--depth', '256']),
+    );
     keep(`c_spin ${size}`, runResult(`C UDP ${size}`, benchBin('bench_udp_pingpong'), [...pp(size), '--wait', 'spin']));
     keep(`sockperf_nb ${size}`, sockperf(size, true));
     keep(`sockperf_block ${size}`, sockperf(size, false));
@@ -236,6 +241,7 @@ process.stdout.write(
 const latRows: string[][] = [];
 const latNames: [string, string][] = [
   ['soft_rc', 'soft RC SEND, busy-poll do_work'],
+  ['soft_rc_window', "same, --ack-requests window (the peer's ACK hold)"],
   ['c_spin', 'C UDP ping-pong, busy-poll'],
   ['sockperf_nb', 'sockperf --nonblocked, one-way x2'],
   ['sockperf_block', 'sockperf blocking, one-way x2'],
@@ -288,6 +294,8 @@ for (const size of SIZES) {
   aimRows.push([`RC RTT p50 ${size} B / sockperf --nonblocked 2x one-way p50`, fmt(r2), '<= 2', Number.isFinite(r2) ? (r2 <= 2 ? 'PASS' : 'MISS') : '-']);
   const rn = median(`node ${size}`, 'p50') / soft;
   aimRows.push([`Node dgram RTT p50 ${size} B / RC RTT p50`, fmt(rn), 'info', '-']);
+  const rw = median(`soft_rc_window ${size}`, 'p50') / c;
+  aimRows.push([`RC RTT p50 ${size} B, window / C busy-poll UDP RTT p50 (issue 14)`, fmt(rw), '<= 1.5', rw <= 1.5 ? 'PASS' : 'MISS']);
 }
 for (const size of SIZES) {
   for (const subs of MC_SUBS) {

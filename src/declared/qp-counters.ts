@@ -20,6 +20,10 @@ export const QP_COUNTERS = [
     "help": "request packets sent, retransmissions included"
   },
   {
+    "name": "ack_requests",
+    "help": "request packets that asked for an ACK (BTH AckReq)"
+  },
+  {
     "name": "retransmitted_pkts",
     "help": "request packets sent again by go-back-N"
   },
@@ -114,6 +118,10 @@ export const QP_COUNTERS = [
   {
     "name": "acks_coalesced",
     "help": "ACKs left out: a later ACK, NAK or response covered them"
+  },
+  {
+    "name": "acks_held",
+    "help": "ACKs sent when the ACK hold of requests that did not ask ran out"
   },
   {
     "name": "rnr_naks_sent",

@@ -1,7 +1,7 @@
 // The addon's verbs objects as src/native/verbs.ts's classes wrap them
 // (native/src/addon/verbs_wrap.cc makes them). @internal: use verbs.ts.
 import { loadAddon, type NativeEngine } from './addon.js';
-import type { QpType, QpState, AccessFlag, AhAttr, QpAttrInput, QpAttr, DeviceAttr, PortAttr, GidEntry, AsyncEvent, NetReport, DeviceCounters, Sge, Wc, Backend, InterfaceInfo, SrqInitAttr } from './verbs-types.js';
+import type { AckRequests, QpType, QpState, AccessFlag, AhAttr, QpAttrInput, QpAttr, DeviceAttr, PortAttr, GidEntry, AsyncEvent, NetReport, DeviceCounters, Sge, Wc, Backend, InterfaceInfo, SrqInitAttr } from './verbs-types.js';
 
 // ---------------------------------------------------------------- native shapes
 
@@ -44,6 +44,7 @@ export interface NativeQp {
   attachMcast(group: string): void;
   detachMcast(group: string): void;
   counters(): Record<string, number>;
+  setAckRequests(mode: AckRequests): void;
   destroy(): void;
 }
 export interface NativePd {
@@ -62,6 +63,7 @@ export interface NativeDevice {
   readonly port: number;
   readonly address: string;
   readonly alternateGid: string | null;
+  readonly ackHoldUs: number;
   readonly interface: InterfaceInfo;
   query(): DeviceAttr;
   queryPort(port?: number): PortAttr;

@@ -5,6 +5,8 @@ import type { AddressHandle } from './verbs.js';
 // ---------------------------------------------------------------- vocabulary
 
 export type QpType = 'RC' | 'UC' | 'UD';
+/** When an RC requester asks for ACKs (native/src/verbs/types.h AckRequests). */
+export type AckRequests = 'per-message' | 'window';
 export type QpState = 'RESET' | 'INIT' | 'RTR' | 'RTS' | 'SQD' | 'SQE' | 'ERR';
 export type AccessFlag = 'LOCAL_WRITE' | 'REMOTE_WRITE' | 'REMOTE_READ' | 'REMOTE_ATOMIC';
 /** Path MTU in bytes. */

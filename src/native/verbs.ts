@@ -34,7 +34,7 @@
 // 64-bit values (wrId, addresses, atomic operands) are BigInts.
 import type { NativeEngine } from './addon.js';
 import { type NativeMr, type NativeAh, type NativeCq, type NativeSrq, type NativeQp, type NativePd, type NativeDevice, nativeVerbs, bufferAddress } from './verbs-native.js';
-import { type QpType, type QpState, type AccessFlag, type AhAttr, type QpCap, type QpAttrInput, type QpAttr, type DeviceAttr, type PortAttr, type GidEntry, type AsyncEvent, type NetReport, type DeviceCounters, type Sge, type SgeInput, type SendWr, type RecvWr, type Wc, type Backend, type OpenDeviceOptions, type InterfaceInfo, type OpenIbvDeviceOptions, type SrqInitAttr, WC_WORDS, WcWord, RECV_WR_WORDS, SEND_WR_WORDS, SendWrWord, SendFlagBit } from './verbs-types.js';
+import { type AckRequests, type QpType, type QpState, type AccessFlag, type AhAttr, type QpCap, type QpAttrInput, type QpAttr, type DeviceAttr, type PortAttr, type GidEntry, type AsyncEvent, type NetReport, type DeviceCounters, type Sge, type SgeInput, type SendWr, type RecvWr, type Wc, type Backend, type OpenDeviceOptions, type InterfaceInfo, type OpenIbvDeviceOptions, type SrqInitAttr, WC_WORDS, WcWord, RECV_WR_WORDS, SEND_WR_WORDS, SendWrWord, SendFlagBit } from './verbs-types.js';
 
 export * from './verbs-types.js';
 export { bufferAddress } from './verbs-native.js';
@@ -117,6 +117,14 @@ export class Device {
   /** The source GID of RC alternate paths (a soft device opened with alternateAddress), or null: no automatic path migration. */
   get alternateGid(): string | null {
     return this.#native.alternateGid;
+  }
+  /**
+   * How long this device's RC responder holds the ACK of a request that did
+   * not ask for one (µs; 0: never sends one, as rxe): told to the peer in the
+   * session handshake, which may then ask for ACKs to the window only.
+   */
+  get ackHoldUs(): number {
+    return this.#native.ackHoldUs;
   }
   /** ibv: which GID entry was chosen and why, for the log; null for soft. */
   get gidReport(): string | null {
@@ -443,6 +451,16 @@ export class QueuePair {
   }
   detachMcast(group: string): void {
     this.#native.detachMcast(group);
+  }
+  /**
+   * When this RC QP's requester asks for an ACK (AckReq): 'per-message' (the
+   * IBA's usual, the default) or 'window' (only to keep the send queue open:
+   * for a peer that said in the handshake that it holds ACKs, ackHoldUs;
+   * docs/protocol.md "The ACK hold"). The soft backend's; ibv throws
+   * EOPNOTSUPP for 'window'.
+   */
+  setAckRequests(mode: AckRequests): void {
+    this.#native.setAckRequests(mode);
   }
   /** The QP's transport counters (qp_counters.def names). */
   counters(): Readonly<Record<string, number>> {

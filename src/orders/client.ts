@@ -165,6 +165,10 @@ export class OrderClient extends EventEmitter {
   stats(): OrderClientStats {
     return { ...this.#stats, inFlight: this.#inFlight, queued: this.#queue.length };
   }
+  /** The session QP's transport counters (qp_counters.def names: retransmits, ACKs, RNR NAKs...); {} on ibv. */
+  transportCounters(): Readonly<Record<string, number>> {
+    return this.#ep.qp.counters();
+  }
 
   newOrder(order: NewOrderInput): Promise<NewOrderAnswer> {
     return this.#request({ kind: 'newOrder', value: order }) as Promise<NewOrderAnswer>;

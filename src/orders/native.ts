@@ -15,6 +15,8 @@ export interface NativeRemotePeer {
   mtu: number;
   /** The alternate path's GID: given by a peer with a second address; answered when the path is armed (else null). */
   alternateGid?: string | null;
+  /** The peer's RC responder's ACK hold (µs): given by a client that has one, answered by the gateway (0: none). */
+  ackHoldUs?: number;
 }
 
 export interface NativeOpenSession {

@@ -33,7 +33,14 @@ export class OrderSessionProvider implements SessionProvider {
         accounts: req.accounts,
         throttle: { ordersPerSecond: s.throttle.ordersPerSecond, burst: s.throttle.burst },
         cancelOnDisconnect: s.cancelOnDisconnect,
-        remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu, ...(req.alternateGid !== undefined ? { alternateGid: req.alternateGid } : {}) },
+        remote: {
+          qpn: req.qpn,
+          psn: req.psn,
+          gid: req.gid,
+          mtu: req.mtu,
+          ...(req.alternateGid !== undefined ? { alternateGid: req.alternateGid } : {}),
+          ...(req.ackHoldUs !== undefined ? { ackHoldUs: req.ackHoldUs } : {}),
+        },
       });
     } catch (err) {
       const code = (err as { code?: unknown }).code;
@@ -48,6 +55,7 @@ export class OrderSessionProvider implements SessionProvider {
       gid: answer.gid,
       mtu: answer.mtu,
       alternateGid: answer.alternateGid ?? null,
+      ackHoldUs: answer.ackHoldUs,
       regions: answer.regions.map((r) => ({ name: r.name, account: r.account, addr: r.addr, length: r.length, rkey: r.rkey, access: [...r.access] })),
       layout: this.#service.riskLayout(),
     };

@@ -66,6 +66,8 @@ export interface SessionAnswer {
   mtu: PathMtu;
   /** The gateway's alternate path GID when the path is armed (both ends have a second address), else null. */
   alternateGid: string | null;
+  /** How long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; 0: never). */
+  ackHoldUs: number;
   regions: SessionRegion[];
   /** The risk pages' words as the gateway serves them (trading and risk sessions). */
   layout: RiskLayout | undefined;
@@ -129,6 +131,7 @@ export interface EndpointOptions {
 
 /** Local ACK timeout code, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
 const ACK_TIMEOUT = 14;
+const ACK_TIMEOUT_US = 4.096 * 2 ** ACK_TIMEOUT;
 /** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
 export const DEFAULT_BUSY_POLL_US = 50;
 /** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
@@ -457,6 +460,10 @@ export class RcEndpoint {
     // (native/src/verbs/rc_connect.cc): the QP migrates when the primary path's retries run out.
     const alt = this.#alternatePath(answer);
     qp.modify({ state: 'RTS', sqPsn: psn, timeout: ACK_TIMEOUT, retryCnt: 7, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
+    // The gateway acknowledges what did not ask within its hold, far inside our ACK timeout: ask for
+    // ACKs to the window only, so an order's round trip carries its two SENDs and no ACK
+    // (native/src/verbs/rc_connect.cc peer_holds_acks, the gateway's side of the same rule).
+    if (answer.ackHoldUs > 0 && answer.ackHoldUs * 16 <= ACK_TIMEOUT_US && this.device.ackHoldUs > 0) qp.setAckRequests('window');
     this.#answer = answer;
     return answer;
   }
@@ -479,6 +486,7 @@ export class RcEndpoint {
       gid: this.device.gid,
       mtu,
       ...(this.device.alternateGid !== null ? { alternateGid: this.device.alternateGid } : {}),
+      ...(this.device.ackHoldUs > 0 ? { ackHoldUs: this.device.ackHoldUs } : {}),
       accounts: this.shape.accounts.map(String),
     };
     let res = await this.#call('POST', '/v1/sessions', body);
@@ -500,6 +508,7 @@ export class RcEndpoint {
       gid: string;
       mtu: PathMtu;
       alternateGid?: string | null;
+      ackHoldUs?: number;
       regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
       layout?: RiskLayout;
     };
@@ -513,6 +522,7 @@ export class RcEndpoint {
       gid: j.gid,
       mtu: j.mtu,
       alternateGid: j.alternateGid ?? null,
+      ackHoldUs: j.ackHoldUs ?? 0,
       regions: j.regions.map((r) => ({
         name: r.name,
         account: r.account === undefined ? undefined : BigInt(r.account),

@@ -27,6 +27,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
          InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::GidIndex>("gidIndex"),
          InstanceAccessor<&DeviceWrap::GidReport>("gidReport"), InstanceAccessor<&DeviceWrap::Port>("port"),
          InstanceAccessor<&DeviceWrap::Address>("address"), InstanceAccessor<&DeviceWrap::AlternateGid>("alternateGid"),
+         InstanceAccessor<&DeviceWrap::AckHoldUs>("ackHoldUs"),
          InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
          InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
          InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
@@ -73,6 +74,10 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
   }
   Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
   Napi::Value Backend(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).backend())); }
+  // Its RC responder's ACK hold (verbs::Device::ack_hold_ns), for the handshake's ackHoldUs.
+  Napi::Value AckHoldUs(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(dev(info.Env()).ack_hold_ns() / 1000));
+  }
   Napi::Value Gid(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), facts_.gid); }
   Napi::Value GidIndex(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), facts_.gid_index); }
   Napi::Value GidReport(const Napi::CallbackInfo& info) {

@@ -122,6 +122,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     o.Set("gid", r->gid.to_string());
     o.Set("mtu", num(env, verbs::mtu_to_bytes(r->mtu)));
     o.Set("alternateGid", gid_or_null(env, r->alt_gid));
+    o.Set("ackHoldUs", num(env, r->ack_hold_ns / 1000));
     Napi::Array regions = Napi::Array::New(env, r->regions.size());
     for (std::size_t i = 0; i < r->regions.size(); ++i) {
       const orders::RegionGrant& g = r->regions[i];

@@ -140,6 +140,9 @@ orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   r.remote.gid = to_gid(env, remote.Get("gid"), w + ".remote.gid");
   r.remote.mtu = to_path_mtu(env, remote.Get("mtu"), w + ".remote.mtu");
   r.remote.alt_gid = to_alternate_gid(env, remote, w + ".remote.alternateGid");
+  if (has(remote, "ackHoldUs")) {
+    r.remote.ack_hold_ns = std::int64_t{to_u32(env, remote.Get("ackHoldUs"), w + ".remote.ackHoldUs", 0, 1'000'000)} * 1000;
+  }
   return r;
 }
 

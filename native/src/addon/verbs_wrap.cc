@@ -248,6 +248,7 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
                         InstanceMethod<&QpWrap::PostRecv>("postRecv"), InstanceMethod<&QpWrap::PostRecvBatch>("postRecvBatch"),
                         InstanceMethod<&QpWrap::AttachMcast>("attachMcast"),
                         InstanceMethod<&QpWrap::DetachMcast>("detachMcast"), InstanceMethod<&QpWrap::Counters>("counters"),
+                        InstanceMethod<&QpWrap::SetAckRequests>("setAckRequests"),
                         InstanceMethod<&QpWrap::Destroy>("destroy")});
   }
   using VerbsWrap::VerbsWrap;
@@ -280,6 +281,17 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     to_qp_attr(env, info[0], attr, mask);
     verbs::Status s;
     run([&] { s = qp.modify(attr, mask); });
+    if (!s.ok()) throw_status(env, s);
+    return env.Undefined();
+  }
+  // qp.setAckRequests('per-message' | 'window'): verbs/types.h AckRequests.
+  Napi::Value SetAckRequests(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::QueuePair& qp = obj(env, "QP");
+    constexpr verbs::AckRequests kModes[] = {verbs::AckRequests::PER_MESSAGE, verbs::AckRequests::WINDOW};
+    const verbs::AckRequests mode = kModes[to_choice(env, info[0], "qp.setAckRequests: mode", {"per-message", "window"})];
+    verbs::Status s;
+    run([&] { s = qp.set_ack_requests(mode); });
     if (!s.ok()) throw_status(env, s);
     return env.Undefined();
   }

@@ -206,6 +206,7 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   s->next_state_check_ns = now_ns + kStateCheckNs;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions(), std::nullopt};
   if (s->channel().path().has_alternate) a.alt_gid = alt_gid_->gid;
+  a.ack_hold_ns = device_.ack_hold_ns();
   sessions_.push_back(std::move(s));
   return a;
 }

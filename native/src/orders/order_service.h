@@ -110,6 +110,7 @@ struct SessionAnswer {
   verbs::Mtu mtu = verbs::Mtu::MTU_1024;
   std::vector<RegionGrant> regions;
   std::optional<verbs::Gid> alt_gid;  // our alternate path's GID, when both ends have one (armed)
+  std::int64_t ack_hold_ns = 0;       // our responder's ACK hold (verbs::Device::ack_hold_ns)
 };
 
 struct SessionInfo {

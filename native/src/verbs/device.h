@@ -153,6 +153,15 @@ class QueuePair {
   // delivers one copy; detaching a group not attached is EINVAL.
   virtual Status attach_mcast(const Gid& mgid) = 0;
   virtual Status detach_mcast(const Gid& mgid) = 0;
+
+  // When the requester sets AckReq (BTH A) on RC (types.h AckRequests;
+  // docs/protocol.md "The ACK hold"). Not an IBA attribute: the soft backend
+  // offers WINDOW to sessions whose peer said in the handshake that it holds
+  // ACKs; a backend without it answers EOPNOTSUPP and keeps PER_MESSAGE.
+  virtual Status set_ack_requests(AckRequests mode) {
+    if (mode == AckRequests::PER_MESSAGE) return Status{};
+    return Error{EOPNOTSUPP, "ack requests 'window': this backend's requester asks for an ACK per message"};
+  }
 };
 
 class ProtectionDomain {
@@ -171,6 +180,9 @@ class Device {
   virtual ~Device() = default;
   virtual std::string_view name() const = 0;     // "qpgate_soft0", "rxe0", "mlx5_0"
   virtual std::string_view backend() const = 0;  // "soft" or "ibv"
+  // How long this device's RC responder holds the ACK of a request that did
+  // not ask for one (types.h AckRequests); 0: it never sends one, as rxe.
+  virtual std::int64_t ack_hold_ns() const { return 0; }
 
   virtual Result<DeviceAttr> query_device() const = 0;
   virtual Result<PortAttr> query_port(std::uint8_t port_num) const = 0;

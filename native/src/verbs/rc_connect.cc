@@ -24,6 +24,12 @@ Status step(QueuePair& qp, const QpAttr& attr, QpAttrMaskFlags mask, const char*
 
 }  // namespace
 
+bool peer_holds_acks(const RcParams& local, const RcPeer& peer) {
+  if (peer.ack_hold_ns <= 0 || local.timeout == 0) return false;  // timeout 0: we never resend on a timer
+  const double ack_timeout_ns = 4096.0 * static_cast<double>(std::uint64_t{1} << std::min<std::uint8_t>(local.timeout, 31));
+  return static_cast<double>(peer.ack_hold_ns) * 16 <= ack_timeout_ns;
+}
+
 Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
   QpAttr a;
   a.qp_state = QpState::INIT;
@@ -70,7 +76,10 @@ Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
     a.path_mig_state = MigState::REARM;
     mask |= QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE;
   }
-  return step(qp, a, mask, "RTR→RTS");
+  if (Status s = step(qp, a, mask, "RTR→RTS"); !s.ok()) return s;
+  // An offer, not a requirement: a backend without it (ibv) asks per message.
+  if (peer_holds_acks(local, peer)) (void)qp.set_ack_requests(AckRequests::WINDOW);
+  return Status{};
 }
 
 }  // namespace qpgate::verbs

@@ -21,6 +21,9 @@ struct RcPeer {
   Mtu mtu = Mtu::MTU_1024;
   // Its alternate path's GID (a second address: IBV_QP_ALT_PATH), when it has one.
   std::optional<Gid> alt_gid;
+  // How long its responder holds the ACK of a request that did not ask for
+  // one (the handshake's ackHoldUs; 0: it never acknowledges those, as rxe).
+  std::int64_t ack_hold_ns = 0;
 };
 
 // Our side's transport parameters (IBA 9.7: timeouts and retries).
@@ -50,11 +53,17 @@ inline bool arms_alternate(const RcParams& local, const RcPeer& peer) {
 // earlier connection land in a new one).
 std::uint32_t random_psn();
 
+// Whether our requester may leave AckReq clear to the window (AckRequests::
+// WINDOW): the peer's ACK hold is well inside our local ACK timeout, so a
+// request that did not ask is acknowledged long before we would resend it.
+bool peer_holds_acks(const RcParams& local, const RcPeer& peer);
+
 // RESET → INIT → RTR → RTS towards `peer`; when arms_alternate, the RTS
 // step also loads the alternate path (our alt_sgid_index to the peer's
 // alt_gid, the same timeout) with PATH_MIG_STATE REARM: the QP is ARMED
-// and migrates when the primary path's retries run out (docs/protocol.md §1.10). On failure the QP is left where
-// it stopped and the Status names the transition and attribute refused.
+// and migrates when the primary path's retries run out (docs/protocol.md §1.10). When peer_holds_acks
+// and the backend offers it, the requester asks for ACKs to the window only ("The ACK hold"). On
+// failure the QP is left where it stopped and the Status names the transition and attribute refused.
 Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
 
 }  // namespace qpgate::verbs

@@ -129,6 +129,17 @@ constexpr QpAttrMaskFlags operator|(QpAttrMaskFlags a, QpAttrMask b) { return a 
 inline constexpr std::uint32_t kQpAttrMaskKnownBits = 0x021fffffu;
 std::string_view qp_attr_mask_name(QpAttrMask m);  // "IBV_QP_DEST_QPN"
 
+// ---------------------------------------------------------------- AckReq policy
+// When an RC requester asks for an ACK (QueuePair::set_ack_requests):
+//   PER_MESSAGE  at the end of a signaled WQE or of the last WQE posted, and
+//                every kMaxPktsPerAck packets: the IBA's usual, and what rxe
+//                and rdma-core's examples expect of their peers
+//   WINDOW       only to keep the send queue and the PSN window open (half
+//                of either outstanding), for READs, atomics and resends: the
+//                peer ACKs what did not ask within its ACK hold, so a
+//                ping-pong carries its two SENDs and no ACK
+enum class AckRequests : std::uint8_t { PER_MESSAGE, WINDOW };
+
 // ---------------------------------------------------------------- path MTU
 // ibv_mtu: the IB MTU codes 1..5. RoCEv2 carries IB MTUs only: on
 // 1500-byte Ethernet the largest that fits is 1024.

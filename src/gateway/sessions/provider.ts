@@ -19,6 +19,8 @@ export interface SessionOpenRequest {
   mtu: number;
   /** The client's alternate path GID (a second address), when it has one: the gateway arms an alternate path if it has one too. */
   alternateGid?: string;
+  /** How long the client's RC responder holds the ACK of a request that did not ask for one (µs), when it does. */
+  ackHoldUs?: number;
   /** trading/risk: the accounts asked for (already checked against the token's entitlements). */
   accounts: bigint[];
   /** recovery: the feed and channels asked for (channels already checked against the token). */
@@ -43,6 +45,8 @@ export interface SessionOpenAnswer {
   mtu: number;
   /** The gateway's alternate path GID when the path is armed (both ends have one), else null. */
   alternateGid: string | null;
+  /** How long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; absent or 0: never). */
+  ackHoldUs?: number;
   regions: RegionGrant[];
   /** What the words of the regions mean (order entry: the risk page layout), served with the answer. */
   layout?: unknown;

@@ -278,11 +278,15 @@ bool Requester::build_data_packet(Outgoing& p, std::uint64_t off) {
 }
 
 // Coalesced: the end of a message asks for an ACK when someone waits for it
-// (a signaled WQE, the last WQE posted so far); otherwise every
-// kMaxPktsPerAck packets do. READ/atomic responses are answers anyway. After
-// a go-back-N every resent packet asks, so one lost ACK cannot stall recovery.
+// (a signaled WQE, the last WQE posted so far) or, in AckRequests::WINDOW,
+// when half the send queue waits for one (the peer's ACK hold covers the
+// rest); otherwise every kMaxPktsPerAck packets do. READ/atomic responses
+// are answers anyway. After a go-back-N every resent packet asks, so one
+// lost ACK cannot stall recovery.
 ReqState Requester::set_ack_req(Outgoing& p) {
-  const bool wanted = p.w->signaled() || cur_ + 1 >= qp_.sq_.size();
+  const bool wanted = qp_.ack_requests_ == AckRequests::WINDOW
+                          ? 2u * qp_.sq_.size() >= qp_.init_.cap.max_send_wr
+                          : p.w->signaled() || cur_ + 1 >= qp_.sq_.size();
   const bool resend = resending_ && wire::psn_before(p.psn, resend_until_);
   p.f.bth.ack_req = (p.last_pkt && wanted) || p.info->is_read_or_atomic() || noack_pkts_ + 1 >= kMaxPktsPerAck || resend;
   if (resending_ && !resend) resending_ = false;
@@ -340,6 +344,7 @@ ReqState Requester::update(Outgoing& p) {
   const std::uint32_t high = p.info->is(wire::kWrRead) ? wire::psn_add(st.last_psn, 1) : wire::psn_add(p.psn, 1);
   if (wire::psn_after(high, sent_psn_)) sent_psn_ = high;
   noack_pkts_ = p.f.bth.ack_req ? 0 : noack_pkts_ + 1;
+  if (p.f.bth.ack_req) qp_.counters_.ack_requests.inc();
   qp_.comp_->on_request_sent(p.now_ns);
   if (p.last_pkt) {
     ++cur_;

@@ -55,6 +55,8 @@ void Responder::reset() {
   atomics_.clear();
   pending_ack_.reset();
   ack_owed_.reset();
+  held_ack_.reset();
+  held_ack_deadline_ns_ = INT64_MAX;
   pending_reads_.clear();
 }
 
@@ -379,7 +381,12 @@ RespState Responder::complete(Request& r) {
 
 RespState Responder::acknowledge(Request& r) {
   epsn_ = wire::psn_add(r.psn, 1);
-  if (r.rc && r.pkt.bth().ack_req() && qp_.attr_.qp_state != QpState::ERR) owe_ack(r.psn);
+  if (!r.rc || qp_.attr_.qp_state == QpState::ERR) return RespState::CLEANUP;
+  if (r.pkt.bth().ack_req()) {
+    owe_ack(r.psn);
+  } else {
+    hold_ack(r.psn);
+  }
   return RespState::CLEANUP;
 }
 

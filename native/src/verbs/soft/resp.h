@@ -25,6 +25,11 @@
 //    owed ACK replaces it: a NAK, an RNR NAK, a READ response or an atomic
 //    ACK for a later PSN. The ACK a duplicate SEND/WRITE draws is owed the
 //    same way (a go-back-N resend is one batch); NAKs and RNR NAKs go at once.
+//  - the ACK hold: a SEND or WRITE that did not ask (AckReq clear) is
+//    acknowledged at the latest kAckHoldNs after it arrived, by an ACK of its
+//    own when no answer covered it first (on_timers): the IBA lets a
+//    responder acknowledge what did not ask, and a requester in
+//    AckRequests::WINDOW relies on it (docs/protocol.md "The ACK hold").
 //  - a SEND longer than the receive → NAK remote operational error (rxe
 //    6.1, test/fixtures/captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
 //  - rkey/bounds/access failures → NAK remote access error (0x62); a
@@ -79,6 +84,11 @@ enum class RespState : std::uint8_t {
 inline constexpr int kRespStateCount = 21;
 // The AETH syndrome of a plain ACK: credits invalid (0x1f), as rxe sends it.
 inline constexpr std::uint8_t kAckUnlimited = wire::aeth::kAck | wire::aeth::kCreditsInvalid;
+// The longest a request that did not ask for an ACK waits for one: far below
+// any local ACK timeout a session uses (timeout 14 ≈ 67 ms), long enough that
+// a ping-pong's requests are covered by the few ACKs the window asks for.
+// Sessions tell their peer in the handshake (ackHoldUs).
+inline constexpr std::int64_t kAckHoldNs = 500'000;
 std::string_view resp_state_name(RespState s);
 
 // Results of recently executed atomics, by PSN, so a duplicate is answered
@@ -109,6 +119,8 @@ class Responder {
   void on_request(const wire::Packet& pkt, const RxMeta& meta);
   int flush_pending();                // responses held by back-pressure, then the owed ACK; packets sent
   int send_owed_ack();                // the end of a receive batch: its one coalesced ACK; packets sent
+  int on_timers(std::int64_t now_ns);  // the held ACK once its hold is over; packets sent
+  std::int64_t next_deadline_ns() const { return held_ack_deadline_ns_; }
   bool has_pending() const {
     return pending_ack_.has_value() || ack_owed_.has_value() || !pending_reads_.empty();
   }
@@ -176,6 +188,7 @@ class Responder {
   wire::PacketFields response_fields(wire::Opcode op, std::uint32_t psn, std::uint8_t syndrome) const;
   void send_ack(std::uint8_t syndrome, std::uint32_t psn);
   void owe_ack(std::uint32_t psn);
+  void hold_ack(std::uint32_t psn);
   void cover_owed_ack(std::uint32_t through);
   bool send_atomic_ack(std::uint32_t psn, std::uint64_t orig);
   bool pump_read(PendingRead& r);
@@ -201,6 +214,10 @@ class Responder {
   AtomicCache atomics_;
   std::optional<PendingAck> pending_ack_;
   std::optional<std::uint32_t> ack_owed_;  // the PSN this receive batch's ACK will acknowledge
+  // The newest request that did not ask for an ACK and no answer covered yet,
+  // and when its ACK must leave (kAckHoldNs after the oldest such request).
+  std::optional<std::uint32_t> held_ack_;
+  std::int64_t held_ack_deadline_ns_ = INT64_MAX;
   std::deque<PendingRead> pending_reads_;
   std::vector<std::uint8_t> scratch_;
   RespState last_state_ = RespState::DONE;

@@ -59,11 +59,34 @@ void Responder::owe_ack(std::uint32_t psn) {
   ack_owed_ = psn;
 }
 
-// An answer that acknowledges every PSN up to `through` makes the owed ACK needless.
+// A request that did not ask: its ACK is held (resp.h: the ACK hold), and
+// the first answer that covers it makes that ACK needless.
+void Responder::hold_ack(std::uint32_t psn) {
+  if (!held_ack_) held_ack_deadline_ns_ = qp_.now_ns_ + kAckHoldNs;
+  held_ack_ = psn;
+}
+
+// An answer that acknowledges every PSN up to `through` makes the owed and
+// the held ACK needless.
 void Responder::cover_owed_ack(std::uint32_t through) {
+  if (held_ack_ && !wire::psn_before(through, *held_ack_)) {
+    held_ack_.reset();
+    held_ack_deadline_ns_ = INT64_MAX;
+  }
   if (!ack_owed_ || wire::psn_before(through, *ack_owed_)) return;
   ack_owed_.reset();
   qp_.counters_.acks_coalesced.inc();
+}
+
+int Responder::on_timers(std::int64_t now_ns) {
+  if (!held_ack_ || now_ns < held_ack_deadline_ns_) return 0;
+  const std::uint32_t psn = *held_ack_;
+  held_ack_.reset();
+  held_ack_deadline_ns_ = INT64_MAX;
+  if (qp_.attr_.qp_state == QpState::ERR) return 0;
+  qp_.counters_.acks_held.inc();
+  send_ack(kAckUnlimited, psn);
+  return pending_ack_ ? 0 : 1;
 }
 
 int Responder::send_owed_ack() {

@@ -7,6 +7,7 @@
 
 #include "verbs/soft/device_core.h"
 #include "verbs/soft/key_gen.h"
+#include "verbs/soft/resp.h"  // kAckHoldNs
 #include "verbs/soft/soft_qp.h"
 
 namespace qpgate::verbs::soft {
@@ -123,6 +124,7 @@ Result<std::unique_ptr<SoftDevice>> open_soft_device(const SoftDeviceOptions& op
 SoftDevice::~SoftDevice() = default;
 
 std::string_view SoftDevice::name() const { return core_->name; }
+std::int64_t SoftDevice::ack_hold_ns() const { return kAckHoldNs; }
 const InterfaceInfo& SoftDevice::interface_info() const { return core_->iface; }
 const wire::IpAddress& SoftDevice::address() const { return core_->iface.address; }
 Gid SoftDevice::gid() const { return core_->gid; }

@@ -87,6 +87,7 @@ class SoftDevice final : public Device {
   // ---- verbs::Device
   std::string_view name() const override;
   std::string_view backend() const override { return "soft"; }
+  std::int64_t ack_hold_ns() const override;
   Result<DeviceAttr> query_device() const override;
   Result<PortAttr> query_port(std::uint8_t port_num) const override;
   Result<std::vector<Gid>> query_gid_table(std::uint8_t port_num) const override;

@@ -106,6 +106,7 @@ class SoftQpObject final : public QueuePair {
   PostRecvResult post_recv(std::span<const RecvWr> wrs) override { return qp_->post_recv(wrs); }
   Status attach_mcast(const Gid& mgid) override { return qp_->attach_mcast(mgid); }
   Status detach_mcast(const Gid& mgid) override { return qp_->detach_mcast(mgid); }
+  Status set_ack_requests(AckRequests mode) override { return qp_->set_ack_requests(mode); }
   const SoftQp& soft() const { return *qp_; }
 
  private:

@@ -270,18 +270,28 @@ int SoftQp::send_work(std::int64_t now_ns) {
 int SoftQp::on_timers(std::int64_t now_ns) {
   now_ns_ = std::max(now_ns_, now_ns);
   if (attr_.qp_state == QpState::ERR || attr_.qp_state == QpState::RESET) return 0;
-  int work = comp_->on_timers(now_ns_);
-  if (work > 0 && sends_allowed()) work += req_->run(now_ns_);
+  // The responder's held ACK first: it leaves before any resend of ours.
+  int work = type_ == QpType::RC && receives_allowed() ? resp_->on_timers(now_ns_) : 0;
+  const int fired = comp_->on_timers(now_ns_);
+  if (fired > 0 && sends_allowed()) work += fired + req_->run(now_ns_);
   check_sq_drained();
   return work;
 }
 
 std::int64_t SoftQp::next_deadline_ns() const {
-  if (type_ != QpType::RC || !sends_allowed()) return kNoDeadline;
-  return comp_->next_deadline_ns();
+  if (type_ != QpType::RC) return kNoDeadline;
+  const std::int64_t held_ack = receives_allowed() ? resp_->next_deadline_ns() : kNoDeadline;
+  if (!sends_allowed()) return held_ack;
+  return std::min(held_ack, comp_->next_deadline_ns());
 }
 
 int SoftQp::end_receive_batch() { return resp_->send_owed_ack(); }
+
+Status SoftQp::set_ack_requests(AckRequests mode) {
+  if (type_ != QpType::RC) return Error{EINVAL, "ack requests: only an RC queue pair asks for ACKs"};
+  ack_requests_ = mode;
+  return Status{};
+}
 
 bool SoftQp::has_work() const { return req_->has_work() || resp_->has_pending(); }
 

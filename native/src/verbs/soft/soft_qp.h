@@ -107,6 +107,7 @@ class SoftQp final : public QueuePair {
   PostRecvResult post_recv(std::span<const RecvWr> wrs) override;
   Status attach_mcast(const Gid& mgid) override;
   Status detach_mcast(const Gid& mgid) override;
+  Status set_ack_requests(AckRequests mode) override;
 
   // ---- the device's side
   void on_packet(const wire::Packet& pkt, const RxMeta& meta);
@@ -194,6 +195,7 @@ class SoftQp final : public QueuePair {
   std::vector<std::uint8_t> tx_buf_;
   std::vector<Gid> attached_;
   std::vector<wire::IpAddress> gid_addresses_;
+  AckRequests ack_requests_ = AckRequests::PER_MESSAGE;  // req.cc set_ack_req
   bool alt_loaded_ = false;   // an IBV_QP_ALT_PATH not yet used by a migration
   bool failed_over_ = false;
   // The BTH MigReq bit of every packet (soft_apm.cc): 1 from a migration

@@ -56,6 +56,13 @@ export const SessionOpenBody = Type.Object(
     alternateGid: Type.Optional(
       Type.String({ minLength: 2, maxLength: 45, description: "the client's alternate path GID (a second address) in IPv6 text form, e.g. '::ffff:10.1.0.2'" }),
     ),
+    ackHoldUs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        description: "how long the client's RC responder holds the ACK of a request that did not ask for one (µs; 0 or absent: it never sends one): the gateway's requester then asks for ACKs to the window only (docs/protocol.md, The ACK hold)",
+      }),
+    ),
     accounts: Type.Optional(
       Type.Array(Type.String({ pattern: '^[1-9][0-9]{0,19}$', description: 'an account: a decimal u64 string, e.g. "1001"' }), {
         maxItems: 64,
@@ -128,6 +135,7 @@ const SessionOpened = Type.Object(
     gid: Type.String(),
     mtu: Type.Integer(),
     alternateGid: Type.Union([Type.String(), Type.Null()], { description: "the gateway's alternate path GID when the path is armed (both ends gave one), else null" }),
+    ackHoldUs: Type.Integer({ description: "how long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; 0: never sends one)" }),
     regions: Type.Array(Region),
     layout: Type.Optional(looseObject('risk sessions: the risk pages\' layout, as GET /v1/sessions/risk-layout')),
   },
@@ -300,6 +308,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           gid: body.gid,
           mtu: body.mtu,
           ...(body.alternateGid !== undefined ? { alternateGid: body.alternateGid } : {}),
+          ...(body.ackHoldUs !== undefined ? { ackHoldUs: body.ackHoldUs } : {}),
           accounts,
           ...(body.feed !== undefined ? { feed: body.feed } : {}),
           channels,
@@ -335,6 +344,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           gid: answer.gid,
           mtu: answer.mtu,
           alternateGid: answer.alternateGid,
+          ackHoldUs: answer.ackHoldUs ?? 0,
           regions: answer.regions,
           ...(answer.layout !== undefined ? { layout: answer.layout } : {}),
         }),
