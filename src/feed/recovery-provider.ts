@@ -5,7 +5,7 @@
 // QP) that answers retransmission and snapshot requests for the entitled
 // channels, throttled per session; closing it takes the QP to ERR.
 //
-import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../gateway/sessions/provider.js';
+import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../common/session-provider.js';
 import type { FeedPublisher } from './publisher.js';
 import type { NativeRecoverySession, RecoveryLimits } from './native.js';
 

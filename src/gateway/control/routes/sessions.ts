@@ -27,14 +27,14 @@
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { jsonSafe } from '../../json.js';
+import { jsonSafe } from '../../../common/json.js';
 import { looseObject } from '../openapi.js';
 import { Value } from '@sinclair/typebox/value';
 import { Counter, type Registry } from 'prom-client';
 import type { ControlExtension, GatewayState } from '../../state.js';
 import { SessionIds, type SessionIdEntry } from '../../sessions/session-ids.js';
 import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
-import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../sessions/provider.js';
+import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../../common/session-provider.js';
 import { U64_MAX } from '../../../orders/config.js';
 import { errorResponses, NOT_ENABLED, sendError } from '../errors.js';
 
