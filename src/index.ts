@@ -13,7 +13,8 @@ export { SyntheticSource, type SyntheticOptions, type SyntheticStats } from './f
 export { openFeedDevice, type FeedDevice } from './feed/native.js';
 // Channel discovery: a running gateway's channels and groups, for subscribe().
 export { discoverChannels } from './feed/discovery.js';
-export { ClientError, DEFAULT_URL, type ClientOptions } from './gateway/control-client.js';
+export { ClientError, DEFAULT_URL, type ClientOptions } from './client/control-client.js';
+import './gateway/state-dir-of.js'; // resolveToken reads state.dir from the gateway's config layers
 export { summarize as summarizeLatency, type LatencySummary } from './feed/latency.js';
 export { Engine, type EngineOptions } from './native/engine.js';
 // Order entry: the trading and risk client libraries (RC sessions through the

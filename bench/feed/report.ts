@@ -3,7 +3,7 @@
 // runs, and ratio verdicts.
 import path from 'node:path';
 
-import { table as textTable } from '../../src/gateway/table.js';
+import { table as textTable } from '../../src/common/table.js';
 
 export type Row = Record<string, number | string>;
 
@@ -107,7 +107,7 @@ export class Results {
   }
 }
 
-/** A titled table of the report (src/gateway/table.ts lays it out). */
+/** A titled table of the report (src/common/table.ts lays it out). */
 export function table(title: string, header: string[], rows: string[][]): void {
   process.stdout.write(`\n${title}\n${textTable(header, rows)}\n`);
 }

@@ -26,8 +26,8 @@ import {
   resolveToken,
   type ClientDeviceFlags,
   type ClientOptions,
-} from '../gateway/control-client.js';
-import { formatNs } from '../gateway/units.js';
+} from '../client/control-client.js';
+import { formatNs } from '../common/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
 import { subscribe, type FeedMessage, type FeedSubscriber } from './subscriber.js';

@@ -1,7 +1,7 @@
 // Channel discovery: a running gateway's /v1/feeds/:name names each channel's
 // multicast groups, so a subscriber needs only the control plane's URL and a
 // token (qpgate subscribe and record use it; so can any program).
-import { ClientError, getJson, type ClientOptions } from '../gateway/control-client.js';
+import { ClientError, getJson, type ClientOptions } from '../client/control-client.js';
 import type { SubscriberChannelConfig } from './subscriber.js';
 
 interface FeedChannelView {

@@ -31,7 +31,7 @@ export interface NativeSubscriberStats extends FeedSubscriberCounterValues {
   channels: NativeSubscriberChannelStats[];
 }
 
-/** One side of an RC connection, as the control-plane handshake carries it (sessions.md). */
+/** One side of an RC connection, as the control-plane handshake carries it (docs/protocol.md §3.1). */
 export interface RcEndpointInfo {
   qpn: number;
   psn: number;

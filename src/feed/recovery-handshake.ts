@@ -1,7 +1,7 @@
 // The control-plane half of a subscriber's recovery connection: the
 // subscriber's native side made an RC QP (its QPN, first PSN, GID, MTU);
 // the gateway is told about it with POST /v1/sessions (role "recovery",
-// /work/contracts/sessions.md) and answers with its own side, to which the
+// docs/protocol.md §2.8) and answers with its own side, to which the
 // QP is then connected. Kept behind the RecoveryHandshake type so the route
 // is the only thing a different control plane changes.
 import type { RcEndpointInfo } from './native.js';

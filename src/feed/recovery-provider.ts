@@ -1,11 +1,11 @@
 // The gateway side of the recovery handshake: a session provider for role
 // 'recovery' (the POST /v1/sessions route dispatches to it by role;
-// /work/contracts/sessions.md). Opening a session creates an RC QP on the
+// docs/protocol.md §2.8). Opening a session creates an RC QP on the
 // feed's publisher (its own PD and buffers, in RTS towards the subscriber's
 // QP) that answers retransmission and snapshot requests for the entitled
 // channels, throttled per session; closing it takes the QP to ERR.
 //
-import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../gateway/sessions/provider.js';
+import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../common/session-provider.js';
 import type { FeedPublisher } from './publisher.js';
 import type { NativeRecoverySession, RecoveryLimits } from './native.js';
 

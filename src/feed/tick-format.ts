@@ -5,7 +5,7 @@
 // exact decimals ("101.25"); until the definition is seen, the mantissa with
 // "e?" ("10125e?"). --json keeps exact integers: mantissas as decimal strings
 // with the exponent beside them, never a float.
-import { jsonLine } from '../gateway/json.js';
+import { jsonLine } from '../common/json.js';
 import { MessageType, md, toBigInt, type MarketDataMessage } from './messages.js';
 import type { FeedMessage } from './subscriber.js';
 

@@ -3,6 +3,7 @@
 // read a fabric's); more subcommands (record) join as their features land.
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config/load.js';
+import './state-dir-of.js';
 import { effectiveConfig, formatEffective } from './config/effective.js';
 import { bashCompletion } from './completion.js';
 import { startGateway } from './service.js';
@@ -12,7 +13,8 @@ import { TlsConfigError } from './control/tls.js';
 import { SecurityConfigError } from './security/xfrm-keys.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { addClientDeviceOptions, alternateAddressOption, ClientDeviceError, ClientError, controlPlaneCommand, qpsCommand, receiveModeOption, statusCommand, type ClientOptions } from './control-client.js';
+import { addClientDeviceOptions, alternateAddressOption, ClientDeviceError, ClientError, controlPlaneCommand, receiveModeOption, type ClientOptions } from '../client/control-client.js';
+import { qpsCommand, statusCommand } from './status-commands.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
 import { addFeedCommands, replayOverrides, replaySpeedOption } from '../feed/cli.js';

@@ -18,6 +18,8 @@ import type { ControlExtension, GatewayState } from './state.js';
 /** The order service's part in the gateway's lifecycle (no routes of its own: /v1/sessions serves it). */
 export type OrdersLifecycle = Required<Pick<ControlExtension, 'summary' | 'drain' | 'close'>> & { readonly service: OrderService };
 
+// long because: the order service's start in order (service, synthetic-feed overlap, handlers with
+// their undo on failure, latency and rebuild logs) and the lifecycle it returns, over one closure.
 export async function startOrders(state: GatewayState): Promise<OrdersLifecycle | undefined> {
   const { config, device } = state;
   if (!config.orders.enabled || device === undefined) return undefined;

@@ -54,6 +54,8 @@ export interface StartOptions {
   drainTimeoutMs?: number;
 }
 
+// long because: the one place the gateway's parts are wired, as Aeron's driver wires its agents,
+// in start order, each with its close on the way out.
 export async function startGateway(config: GatewayConfig, logger: Logger, options: StartOptions = {}): Promise<Gateway> {
   const log = logger.child({ component: 'gateway' });
   // control.tls's files first: a wrong certificate fails before the engine or any socket exists.

@@ -9,7 +9,7 @@ import type { Engine } from '../native/engine.js';
 import type { QpRegistry } from './device/qp-registry.js';
 import type { LatencyRegistry } from './metrics/latency-registry.js';
 import type { SloService } from './slo/service.js';
-import type { SessionProvider } from './sessions/provider.js';
+import type { SessionProvider } from '../common/session-provider.js';
 import type { FeedService } from '../feed/service.js';
 import type { EngineHeartbeat } from './health.js';
 import type { TlsReport } from './control/tls.js';

@@ -12,12 +12,12 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../gateway/control-client.js';
-import { table } from '../gateway/table.js';
+import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
+import { table } from '../common/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';
-import { jsonLine } from '../gateway/json.js';
+import { jsonLine } from '../common/json.js';
 import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject, type SequencedMessage } from './messages.js';
 
 export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {

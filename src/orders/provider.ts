@@ -1,5 +1,5 @@
 // The order service as the SessionProvider of roles 'trading' and 'risk'
-// (src/gateway/sessions/provider.ts): POST /v1/sessions has authenticated the
+// (src/common/session-provider.ts): POST /v1/sessions has authenticated the
 // token, checked its entitlements and given the session its stable id; here
 // the native service creates the session's PD, CQ and RC QP, takes the QP to
 // RTS against the client's QPN/PSN/GID/MTU and registers the risk pages the
@@ -7,7 +7,7 @@
 // (credit limit, kill switch: REMOTE_ATOMIC|REMOTE_READ) and the local-owned
 // page (position, open notional...: REMOTE_READ); a trading session gets the
 // local-owned pages of its accounts only.
-import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../gateway/sessions/provider.js';
+import { SessionError, type SessionInfo, type SessionOpenAnswer, type SessionOpenRequest, type SessionProvider, type SessionRole } from '../common/session-provider.js';
 import type { OrderService } from './service.js';
 
 export class OrderSessionProvider implements SessionProvider {

@@ -3,7 +3,7 @@
 // script written for the C tools runs against qpgate by changing the name.
 import { Option, type Command } from 'commander';
 
-import { addClientDeviceOptions, ClientError, clientDevice, clientDeviceFailure, type ClientDeviceFlags } from '../gateway/control-client.js';
+import { addClientDeviceOptions, ClientError, clientDevice, clientDeviceFailure, type ClientDeviceFlags } from '../client/control-client.js';
 import type { OpenIbvDeviceOptions, PathMtu } from '../native/verbs.js';
 import { DEFAULT_PORT } from './exchange.js';
 import { runPingpong } from './pingpong.js';

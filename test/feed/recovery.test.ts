@@ -16,7 +16,7 @@ import { MessageType, toBigInt } from '../../src/feed/messages.js';
 import { openFeedDevice } from '../../src/feed/native.js';
 import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
 import { RecoverySessionProvider } from '../../src/feed/recovery-provider.js';
-import { SessionError, type SessionOpenRequest } from '../../src/gateway/sessions/provider.js';
+import { SessionError, type SessionOpenRequest } from '../../src/common/session-provider.js';
 import { httpRecoveryHandshake, RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
 

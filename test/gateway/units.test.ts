@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { parseDurationMs } from '../../src/gateway/slo/duration.js';
-import { formatNs } from '../../src/gateway/units.js';
+import { formatNs } from '../../src/common/units.js';
 
 test('durations are printed in the unit that keeps them readable: ns, µs, ms, s', () => {
   assert.equal(formatNs(850), '850 ns');

@@ -135,25 +135,26 @@ test('the ring ArrayBuffers are detached by stop, so stale views cannot reach fr
   assert.throws(() => native.rings(), /started engine/);
 });
 
-test('bad options give a TypeError that names the option', () => {
-  const cases: Array<[unknown, RegExp]> = [
-    [{ idle: 'sleep' }, /'idle'.*"spin", "yield", "backoff".*"sleep"/],
-    [{ toEngineCapacity: 3000 }, /'toEngineCapacity'.*power of two.*3000/],
-    [{ fromEngineCapacity: -1 }, /'fromEngineCapacity'/],
-    [{ cpus: 'x-1' }, /'cpus'.*"x-1"/],
-    [{ device: 42 }, /'device' must be a string, got 42/],
-    [{ hugePages: 'yes' }, /'hugePages' must be a boolean/],
-    [{ backoff: { maxParkNs: 0 } }, /'backoff.maxParkNs'/],
-    [{ backoff: { minParkNs: 5000, maxParkNs: 10 } }, /'backoff.maxParkNs' must be >= backoff.minParkNs/],
-    [{ idel: 'spin' }, /unknown option 'idel'/],
-    [{ onWake: 1 }, /'onWake' must be a function/],
-    ['fast', /options must be an object, got "fast"/],
+test('bad options are refused in one shape: the option, what it must be, the value given (RangeError for a number out of range, else TypeError)', () => {
+  const cases: Array<[unknown, ErrorConstructor, string]> = [
+    [{ idle: 'sleep' }, TypeError, "qpgate Engine: idle must be 'spin', 'yield' or 'backoff', got 'sleep'"],
+    [{ toEngineCapacity: 3000 }, RangeError, 'qpgate Engine: toEngineCapacity must be a power of two from 1024 to 1073741824, got 3000'],
+    [{ fromEngineCapacity: -1 }, RangeError, 'qpgate Engine: fromEngineCapacity must be an integer >= 0, got -1'],
+    [{ fromEngineCapacity: '4096' }, TypeError, "qpgate Engine: fromEngineCapacity must be an integer >= 0, got '4096'"],
+    [{ cpus: 'x-1' }, TypeError, "qpgate Engine: cpus must be a CPU list like '3' or '2-3,6', got 'x-1'"],
+    [{ device: 42 }, TypeError, 'qpgate Engine: device must be a string, got 42'],
+    [{ hugePages: 'yes' }, TypeError, "qpgate Engine: hugePages must be a boolean, got 'yes'"],
+    [{ backoff: { maxParkNs: 0 } }, RangeError, 'qpgate Engine: backoff.maxParkNs must be an integer >= 1, got 0'],
+    [{ backoff: { minParkNs: 5000, maxParkNs: 10 } }, RangeError, 'qpgate Engine: backoff.maxParkNs must be >= backoff.minParkNs (5000), got 10'],
+    [{ idel: 'spin' }, TypeError, "qpgate Engine: unknown option 'idel' (known: device, cpus, idle, backoff, toEngineCapacity, fromEngineCapacity, hugePages, sysfsRoot, cycleThresholdNs, onWake)"],
+    [{ onWake: 1 }, TypeError, 'qpgate Engine: onWake must be a function, got 1'],
+    ['fast', TypeError, "qpgate Engine: options must be an object, got 'fast'"],
   ];
   const NativeEngine = loadAddon().Engine as unknown as new (o: unknown) => unknown;
-  for (const [options, message] of cases) {
+  for (const [options, kind, message] of cases) {
     assert.throws(() => new NativeEngine(options), (err: unknown) => {
-      assert.ok(err instanceof TypeError, `TypeError for ${JSON.stringify(options)}`);
-      assert.match(err.message, message);
+      assert.ok(err instanceof kind, `${kind.name} for ${JSON.stringify(options)}: ${String(err)}`);
+      assert.equal(err.message, message);
       return true;
     });
   }

@@ -42,7 +42,7 @@ test('the addon refuses the same values with a RangeError naming the setting and
       for (const v of outside(limits)) {
         assert.throws(
           () => nativeOrders().createService(engine.native, nativeDeviceOf(device), { ...base, [name]: v }),
-          (e: Error) => e instanceof RangeError && e.message === `orders.createService: config.${name} must be in ${limits.minimum}..${limits.maximum}, got ${v}`,
+          (e: Error) => e instanceof RangeError && e.message === `orders.createService: config.${name} must be an integer in ${limits.minimum}..${limits.maximum}, got ${v}`,
           `${name}=${v}`,
         );
       }

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "args.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "gateway/engine_agents.h"
@@ -20,29 +21,19 @@ namespace {
 
 namespace soft = verbs::soft;
 
+const std::string kWhere = "openDevice: ";
+
 std::string opt_string(Napi::Env env, Napi::Object o, const char* key) {
-  if (!o.Has(key) || o.Get(key).IsUndefined()) return {};
-  if (!o.Get(key).IsString()) throw Napi::TypeError::New(env, std::string("openDevice: ") + key + " must be a string");
-  return o.Get(key).As<Napi::String>().Utf8Value();
+  return has(o, key) ? to_str(env, o.Get(key), kWhere + key) : std::string();
 }
 
-// The choices of a string option, or its default when absent.
-template <class T, std::size_t N>
-T opt_choice(Napi::Env env, Napi::Object o, const char* key, const std::pair<const char*, T> (&choices)[N], T fallback) {
-  const std::string v = opt_string(env, o, key);
-  if (v.empty()) return fallback;
-  std::string names;
-  for (const auto& [name, value] : choices) {
-    if (v == name) return value;
-    names += (names.empty() ? "'" : " or '") + std::string(name) + "'";
-  }
-  throw Napi::TypeError::New(env, std::string("openDevice: ") + key + " must be " + names + ", got '" + v + "'");
+std::uint32_t opt_u32(Napi::Env env, Napi::Object o, const char* key, std::uint32_t max, std::uint32_t fallback) {
+  return has(o, key) ? to_u32(env, o.Get(key), kWhere + key, max) : fallback;
 }
 
-constexpr std::pair<const char*, soft::IcrcPolicy> kIcrcPolicies[] = {
-    {"strict", soft::IcrcPolicy::STRICT}, {"count-unverifiable", soft::IcrcPolicy::COUNT_UNVERIFIABLE}};
-constexpr std::pair<const char*, soft::ReceiveMode> kReceiveModes[] = {
-    {"plain-udp", soft::ReceiveMode::kPlainUdp}, {"af-packet", soft::ReceiveMode::kAfPacket}};
+bool opt_bool(Napi::Env env, Napi::Object o, const char* key, bool fallback) {
+  return has(o, key) ? to_bool(env, o.Get(key), kWhere + key) : fallback;
+}
 
 soft::SoftDeviceOptions soft_options(Napi::Env env, Napi::Object o) {
   soft::SoftDeviceOptions opts;
@@ -54,12 +45,16 @@ soft::SoftDeviceOptions soft_options(Napi::Env env, Napi::Object o) {
   opts.address_or_name = address.empty() ? name : address;
   if (std::string d = opt_string(env, o, "deviceName"); !d.empty()) opts.name = d;
   opts.alternate_address = opt_string(env, o, "alternateAddress");
-  opts.icrc_policy = opt_choice(env, o, "icrcPolicy", kIcrcPolicies, opts.icrc_policy);
-  opts.net.receive_mode = opt_choice(env, o, "receiveMode", kReceiveModes, opts.net.receive_mode);
-  if (o.Has("rcvbuf")) opts.net.rcvbuf = static_cast<int>(to_u32(env, o.Get("rcvbuf"), "openDevice: rcvbuf", 1u << 30));
-  if (o.Has("sndbuf")) opts.net.sndbuf = static_cast<int>(to_u32(env, o.Get("sndbuf"), "openDevice: sndbuf", 1u << 30));
-  if (o.Has("perFlowSourcePort")) opts.net.per_flow_source_port = o.Get("perFlowSourcePort").ToBoolean().Value();
-  if (o.Has("probeIpv4Id")) opts.net.probe_ipv4_id = o.Get("probeIpv4Id").ToBoolean().Value();
+  constexpr soft::IcrcPolicy kIcrcPolicies[] = {soft::IcrcPolicy::STRICT, soft::IcrcPolicy::COUNT_UNVERIFIABLE};
+  if (has(o, "icrcPolicy")) opts.icrc_policy = kIcrcPolicies[to_choice(env, o.Get("icrcPolicy"), kWhere + "icrcPolicy", {"strict", "count-unverifiable"})];
+  constexpr soft::ReceiveMode kReceiveModes[] = {soft::ReceiveMode::kPlainUdp, soft::ReceiveMode::kAfPacket};
+  if (has(o, "receiveMode")) {
+    opts.net.receive_mode = kReceiveModes[to_choice(env, o.Get("receiveMode"), kWhere + "receiveMode", {"plain-udp", "af-packet"})];
+  }
+  opts.net.rcvbuf = static_cast<int>(opt_u32(env, o, "rcvbuf", 1u << 30, static_cast<std::uint32_t>(opts.net.rcvbuf)));
+  opts.net.sndbuf = static_cast<int>(opt_u32(env, o, "sndbuf", 1u << 30, static_cast<std::uint32_t>(opts.net.sndbuf)));
+  opts.net.per_flow_source_port = opt_bool(env, o, "perFlowSourcePort", opts.net.per_flow_source_port);
+  opts.net.probe_ipv4_id = opt_bool(env, o, "probeIpv4Id", opts.net.probe_ipv4_id);
   return opts;
 }
 
@@ -103,8 +98,8 @@ OpenedDevice open_ibv(Napi::Env env, EngineWrap& ew, Napi::Object o) {
   verbs::ibv::IbvDeviceOptions opts;
   opts.device = opt_string(env, o, "name");
   if (opts.device.empty()) throw Napi::TypeError::New(env, "openDevice: kind 'ibv' needs name, the RDMA device ('rxe0', 'mlx5_0')");
-  if (o.Has("port") && !o.Get("port").IsUndefined()) opts.port_num = static_cast<std::uint8_t>(to_u32(env, o.Get("port"), "openDevice: port", 255));
-  if (o.Has("gidIndex") && !o.Get("gidIndex").IsUndefined()) opts.gid_index = to_u32(env, o.Get("gidIndex"), "openDevice: gidIndex", 255);
+  opts.port_num = static_cast<std::uint8_t>(opt_u32(env, o, "port", 255, opts.port_num));
+  if (has(o, "gidIndex")) opts.gid_index = to_u32(env, o.Get("gidIndex"), kWhere + "gidIndex", 255);
   opts.interface = opt_string(env, o, "interface");
   engine::DeviceEventsAgent* agent = ew.agents().device_events;
   verbs::Result<std::unique_ptr<verbs::ibv::IbvDevice>> r = verbs::Error{};
@@ -128,11 +123,8 @@ OpenedDevice open_ibv(Napi::Env env, EngineWrap& ew, Napi::Object o) {
 }  // namespace
 
 OpenedDevice open_device(Napi::Env env, EngineWrap& ew, Napi::Value options) {
-  if (!options.IsObject()) throw Napi::TypeError::New(env, "openDevice: options must be an object {kind, address | name, ...}");
-  Napi::Object o = options.As<Napi::Object>();
-  const std::string kind = opt_string(env, o, "kind");
-  if (kind.empty() || kind == "soft") return open_soft(env, ew, o);
-  if (kind != "ibv") throw Napi::TypeError::New(env, "openDevice: kind must be 'soft' or 'ibv', got '" + kind + "'");
+  Napi::Object o = to_object(env, options, kWhere + "options", "an object {kind, address | name, ...}");
+  if (!has(o, "kind") || to_choice(env, o.Get("kind"), kWhere + "kind", {"soft", "ibv"}) == 0) return open_soft(env, ew, o);
 #if defined(QPGATE_HAVE_IBVERBS)
   return open_ibv(env, ew, o);
 #else

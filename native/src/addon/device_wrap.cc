@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "args.h"
 #include "device_open.h"
 #include "engine/device_events_agent.h"
 #include "engine_wrap.h"
@@ -223,8 +224,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
 Napi::Value open_device_js(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* classes = static_cast<VerbsClasses*>(info.Data());
-  EngineWrap* ew = EngineWrap::FromValue(info[0]);
-  if (ew == nullptr) throw Napi::TypeError::New(env, "openDevice: the first argument must be an Engine from this addon");
+  EngineWrap* ew = &EngineWrap::FromArg(env, info[0], "openDevice: engine");
   OpenedDevice d = open_device(env, *ew, info[1]);
   Napi::Object js = make_wrap<DeviceWrap>(classes->device, ew->engine(), info[0].As<Napi::Object>(), std::move(d.device), classes);
   DeviceWrap::Unwrap(js)->opened(std::move(d.facts), d.events_agent ? ew->agents().device_events : nullptr);
@@ -238,19 +238,19 @@ namespace {
 // the soft device's fault injector (verbs/soft/fault.h), FOR TESTS. Only
 // src/native/testing/faults.ts calls them; no configuration reaches them.
 double rate_of(Napi::Env env, Napi::Object o, const char* key, const std::string& where) {
-  if (!o.Has(key) || o.Get(key).IsUndefined()) return 0;
+  if (!has(o, key)) return 0;
   Napi::Value v = o.Get(key);
-  const double p = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
-  if (!(p >= 0 && p <= 1)) throw Napi::TypeError::New(env, where + "." + key + " must be a probability in [0, 1]");
+  if (!v.IsNumber()) type_error(env, where + "." + key, "a probability in [0, 1]", v);
+  const double p = v.As<Napi::Number>().DoubleValue();
+  if (!(p >= 0 && p <= 1)) range_error(env, where + "." + key, "a probability in [0, 1]", v);
   return p;
 }
 
 soft::FaultRates rates_of(Napi::Env env, Napi::Object plan, const char* dir) {
   soft::FaultRates r;
-  if (!plan.Has(dir) || plan.Get(dir).IsUndefined()) return r;
+  if (!has(plan, dir)) return r;
   const std::string where = std::string("setFaults: ") + dir;
-  if (!plan.Get(dir).IsObject()) throw Napi::TypeError::New(env, where + " must be an object of rates");
-  Napi::Object o = plan.Get(dir).As<Napi::Object>();
+  Napi::Object o = to_object(env, plan.Get(dir), where, "an object of rates");
   r.drop = rate_of(env, o, "drop", where);
   r.duplicate = rate_of(env, o, "duplicate", where);
   r.reorder = rate_of(env, o, "reorder", where);
@@ -262,7 +262,7 @@ soft::FaultRates rates_of(Napi::Env env, Napi::Object plan, const char* dir) {
 DeviceWrap* fault_device(const Napi::CallbackInfo& info) {
   auto* classes = static_cast<VerbsClasses*>(info.Data());
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(classes->device.Value())) {
-    throw Napi::TypeError::New(info.Env(), "fault injector: expected a Device made by openDevice");
+    type_error(info.Env(), "fault injector: device", "a Device made by openDevice", info[0]);
   }
   return DeviceWrap::Unwrap(info[0].As<Napi::Object>());
 }
@@ -275,30 +275,35 @@ Napi::Value testing_set_faults(const Napi::CallbackInfo& info) {
   soft::FaultPlan plan;  // null/undefined: off
   if (info.Length() > 1 && info[1].IsObject()) {
     Napi::Object o = info[1].As<Napi::Object>();
-    if (o.Has("seed")) plan.seed = to_u64(env, o.Get("seed"), "setFaults: seed");
+    if (has(o, "seed")) plan.seed = to_u64(env, o.Get("seed"), "setFaults: seed");
     plan.tx = rates_of(env, o, "tx");
     plan.rx = rates_of(env, o, "rx");
-    if (o.Has("delayUs")) plan.delay_ns = std::int64_t{1000} * to_u32(env, o.Get("delayUs"), "setFaults: delayUs", 60'000'000);
-    if (o.Has("reorderDistance")) plan.reorder_distance = to_u32(env, o.Get("reorderDistance"), "setFaults: reorderDistance", 1024);
-    if (o.Has("reorderMaxHoldUs")) {
+    if (has(o, "delayUs")) plan.delay_ns = std::int64_t{1000} * to_u32(env, o.Get("delayUs"), "setFaults: delayUs", 60'000'000);
+    if (has(o, "reorderDistance")) plan.reorder_distance = to_u32(env, o.Get("reorderDistance"), "setFaults: reorderDistance", 1024);
+    if (has(o, "reorderMaxHoldUs")) {
       plan.reorder_max_hold_ns = std::int64_t{1000} * to_u32(env, o.Get("reorderMaxHoldUs"), "setFaults: reorderMaxHoldUs", 60'000'000);
     }
-    if (o.Has("maxFaults")) plan.max_faults = to_u32(env, o.Get("maxFaults"), "setFaults: maxFaults");
-    if (o.Has("opcodes")) {
-      if (!o.Get("opcodes").IsArray()) throw Napi::TypeError::New(env, "setFaults: opcodes must be an array of BTH opcodes");
-      Napi::Array a = o.Get("opcodes").As<Napi::Array>();
+    if (has(o, "maxFaults")) plan.max_faults = to_u32(env, o.Get("maxFaults"), "setFaults: maxFaults");
+    if (has(o, "opcodes")) {
+      Napi::Array a = to_array(env, o.Get("opcodes"), "setFaults: opcodes", "an array of BTH opcodes");
       for (std::uint32_t i = 0; i < a.Length(); ++i) {
         plan.opcodes.push_back(static_cast<std::uint8_t>(to_u32(env, a.Get(i), "setFaults: opcodes[]", 0xff)));
       }
     }
   } else if (info.Length() > 1 && !info[1].IsNull() && !info[1].IsUndefined()) {
-    throw Napi::TypeError::New(env, "setFaults: the plan must be an object, or null to turn the injector off");
+    type_error(env, "setFaults: plan", "an object, or null to turn the injector off", info[1]);
   }
   d->set_faults(env, plan);
   return env.Undefined();
 }
 
 Napi::Value testing_fault_counters(const Napi::CallbackInfo& info) { return fault_device(info)->fault_counters(info.Env()); }
+verbs::Device& device_arg(Napi::Env env, Napi::Value value, const VerbsClasses& classes, const std::string& where) {
+  verbs::Device* d = device_of(value, classes);
+  if (d == nullptr) type_error(env, where, "an open Device from verbs.openDevice()", value);
+  return *d;
+}
+
 verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes) {
   if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(classes.device.Value())) return nullptr;
   return DeviceWrap::Unwrap(value.As<Napi::Object>())->get();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "args.h"
 #include "convert.h"
 #include "verbs_convert.h"
 #include "options.h"
@@ -34,9 +35,8 @@ Napi::ArrayBuffer ring_buffer(Napi::Env env, const engine::RingMemory& mem) {
 // or an int ('other'), as a failing allocation or bug would.
 Napi::Value TestingThrowOnEngine(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  EngineWrap* ew = EngineWrap::FromValue(info[0]);
-  if (ew == nullptr) throw Napi::TypeError::New(env, "throwOnEngine: the first argument must be an Engine");
-  const std::string kind = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+  EngineWrap* ew = &EngineWrap::FromArg(env, info[0], "throwOnEngine: engine");
+  const std::string kind = to_str(env, info[1], "throwOnEngine: kind");
   run_on_engine(env, *ew->engine(), "engine task", [&] {
     if (kind == "bad_alloc") throw std::bad_alloc();
     if (kind == "runtime_error") throw std::runtime_error("a task failed on purpose");
@@ -94,6 +94,12 @@ Napi::Function EngineWrap::Define(Napi::Env env) {
                       InstanceAccessor<&EngineWrap::Driven>("driven")});
 }
 
+EngineWrap& EngineWrap::FromArg(Napi::Env env, Napi::Value value, const std::string& where) {
+  EngineWrap* ew = FromValue(value);
+  if (ew == nullptr) type_error(env, where, "an Engine from this addon", value);
+  return *ew;
+}
+
 EngineWrap* EngineWrap::FromValue(Napi::Value value) {
   if (!value.IsObject()) return nullptr;
   Napi::Object o = value.As<Napi::Object>();
@@ -142,8 +148,7 @@ Napi::Value EngineWrap::Start(const Napi::CallbackInfo& info) {
 Napi::Value EngineWrap::StartDriven(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (engine_->running()) throw Napi::Error::New(env, "qpgate Engine: startDriven on a started engine");
-  if (!info[0].IsFunction()) throw Napi::TypeError::New(env, "qpgate Engine: startDriven(onWork): onWork must be a function");
-  const Napi::Function on_work = info[0].As<Napi::Function>();
+  const Napi::Function on_work = to_function(env, info[0], "qpgate Engine: startDriven: onWork");
   StartWith(env, [&] {
     engine_->start_driven();
     driver_ = std::make_shared<EngineDriver>(env, engine_, on_work);

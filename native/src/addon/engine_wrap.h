@@ -53,6 +53,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   const gateway::EngineAgents& agents() const { return agents_; }
   // Non-null when `value` is an Engine made by this addon.
   static EngineWrap* FromValue(Napi::Value value);
+  // The same, or args.h's TypeError "<where> must be an Engine from this addon, got ...".
+  static EngineWrap& FromArg(Napi::Env env, Napi::Value value, const std::string& where);
 
  private:
   Napi::Value Start(const Napi::CallbackInfo& info);

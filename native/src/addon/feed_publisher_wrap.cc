@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
@@ -76,14 +77,11 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
   Napi::Value OpenRecoverySession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::string where = "publisher.openRecoverySession";
-    if (!info[0].IsObject()) throw Napi::TypeError::New(env, where + ": options must be an object {session, channels, remote, limits?}");
-    Napi::Object o = info[0].As<Napi::Object>();
+    Napi::Object o = to_object(env, info[0], where + ": options", "an object {session, channels, remote, limits?}");
     feed::RecoverySessionConfig c;
     c.publisher = live_id(env);
-    c.session = to_u32(env, o.Get("session"), where + ": session");
-    if (c.session == 0) throw Napi::RangeError::New(env, where + ": session must be > 0");
-    if (!o.Get("channels").IsArray()) throw Napi::TypeError::New(env, where + ": channels must be an array of channel ids");
-    Napi::Array chans = o.Get("channels").As<Napi::Array>();
+    c.session = to_u32(env, o.Get("session"), where + ": session", 1, 0xffffffffu);
+    Napi::Array chans = to_array(env, o.Get("channels"), where + ": channels", "an array of channel ids");
     for (std::uint32_t i = 0; i < chans.Length(); ++i) {
       c.channels.push_back(static_cast<std::uint16_t>(to_u32(env, chans.Get(i), where + ": channels[" + std::to_string(i) + "]", 0xffff)));
     }
@@ -221,8 +219,7 @@ Napi::Value create_publisher(const Napi::CallbackInfo& info) {
   Napi::Array chans = channels_of(env, cfg, "feed.createPublisher");
   for (std::uint32_t i = 0; i < chans.Length(); ++i) {
     const std::string where = "feed.createPublisher: channels[" + std::to_string(i) + "]";
-    if (!chans.Get(i).IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
-    Napi::Object c = chans.Get(i).As<Napi::Object>();
+    Napi::Object c = to_object(env, chans.Get(i), where);
     feed::PublisherChannelConfig ch;
     ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
     ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
@@ -230,8 +227,7 @@ Napi::Value create_publisher(const Napi::CallbackInfo& info) {
     if (has(c, "frameSize")) ch.frame_bytes = to_u32(env, c.Get("frameSize"), where + ".frameSize", 4096);
     if (has(c, "heartbeatMs")) ch.heartbeat_ns = std::uint64_t{to_u32(env, c.Get("heartbeatMs"), where + ".heartbeatMs", 3'600'000)} * 1'000'000;
     if (has(c, "ring")) {
-      if (!c.Get("ring").IsObject()) throw Napi::TypeError::New(env, where + ".ring must be an object {frames, bytes}");
-      Napi::Object ring = c.Get("ring").As<Napi::Object>();
+      Napi::Object ring = to_object(env, c.Get("ring"), where + ".ring", "an object {frames, bytes}");
       if (has(ring, "frames")) ch.ring.max_frames = to_u32(env, ring.Get("frames"), where + ".ring.frames", 1u << 24);
       if (has(ring, "bytes")) ch.ring.max_bytes = to_u32(env, ring.Get("bytes"), where + ".ring.bytes", 1u << 31);
     }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
@@ -63,8 +64,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
   // reportConsumer({queued, dropped, conflated}): the application's queue, sent to the gateway in SubscriberReports.
   Napi::Value ReportConsumer(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "subscriber.reportConsumer: expects {queued, dropped, conflated}");
-    Napi::Object o = info[0].As<Napi::Object>();
+    Napi::Object o = to_object(env, info[0], "subscriber.reportConsumer: load", "an object {queued, dropped, conflated}");
     if (load_ != nullptr) {
       load_->queued.store(to_u64(env, o.Get("queued"), "subscriber.reportConsumer: queued"), std::memory_order_relaxed);
       load_->dropped.store(to_u64(env, o.Get("dropped"), "subscriber.reportConsumer: dropped"), std::memory_order_relaxed);
@@ -168,8 +168,7 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
   Napi::Array chans = channels_of(env, cfg, "feed.createSubscriber");
   for (std::uint32_t i = 0; i < chans.Length(); ++i) {
     const std::string where = "feed.createSubscriber: channels[" + std::to_string(i) + "]";
-    if (!chans.Get(i).IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
-    Napi::Object c = chans.Get(i).As<Napi::Object>();
+    Napi::Object c = to_object(env, chans.Get(i), where);
     feed::SubscriberChannelConfig ch;
     ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
     ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
@@ -182,8 +181,7 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
   if (has(cfg, "recvSlots")) sc.recv_slots = to_u32(env, cfg.Get("recvSlots"), "feed.createSubscriber: recvSlots", 16384);
   if (has(cfg, "recovery")) {
     const std::string where = "feed.createSubscriber: recovery";
-    if (!cfg.Get("recovery").IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
-    Napi::Object ro = cfg.Get("recovery").As<Napi::Object>();
+    Napi::Object ro = to_object(env, cfg.Get("recovery"), where);
     feed::SubscriberRecoveryConfig& rc = sc.recovery;
     rc.enabled = true;
     if (has(ro, "replyBytes")) rc.reply_bytes = to_u32(env, ro.Get("replyBytes"), where + ".replyBytes", 1u << 24);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
@@ -20,16 +21,11 @@
 namespace qpgate::addon::feed_wrap {
 
 std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where) {
-  if (!v.IsString()) throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address string like '239.77.0.1'");
-  const std::string text = v.As<Napi::String>().Utf8Value();
-  const auto ip = verbs::ipv4_parse(text);
-  if (!ip || !verbs::ipv4_is_multicast(*ip)) {
-    throw Napi::TypeError::New(env, where + " must be an IPv4 multicast address (224.0.0.0/4), got '" + text + "'");
-  }
+  constexpr const char* kExpected = "an IPv4 multicast address (224.0.0.0/4) like '239.77.0.1'";
+  const auto ip = verbs::ipv4_parse(to_str(env, v, where, kExpected));
+  if (!ip || !verbs::ipv4_is_multicast(*ip)) type_error(env, where, kExpected, v);
   return *ip;
 }
-
-bool has(const Napi::Object& o, const char* key) { return o.Has(key) && !o.Get(key).IsUndefined(); }
 
 Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) {
   constexpr std::size_t n = metrics::LatencyHistogram::kCountsLength;
@@ -39,14 +35,12 @@ Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h) 
 }
 
 verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where) {
-  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object {qpn, psn, gid, mtu}");
-  Napi::Object o = v.As<Napi::Object>();
+  Napi::Object o = to_object(env, v, where, "an object {qpn, psn, gid, mtu}");
   verbs::RcPeer p;
   p.qpn = to_u32(env, o.Get("qpn"), where + ".qpn", 0xffffff);
   p.psn = to_u32(env, o.Get("psn"), where + ".psn", 0xffffff);
   p.gid = to_gid(env, o.Get("gid"), where + ".gid");
-  const std::uint32_t mtu = to_u32(env, o.Get("mtu"), where + ".mtu", 4096);
-  if (!verbs::mtu_from_bytes(mtu, &p.mtu)) throw Napi::RangeError::New(env, where + ".mtu must be 256, 512, 1024, 2048 or 4096");
+  p.mtu = to_path_mtu(env, o.Get("mtu"), where + ".mtu");
   p.alt_gid = to_alternate_gid(env, o, where + ".alternateGid");
   return p;
 }
@@ -105,10 +99,9 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
 feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& where) {
   feed::RecoveryLimits l;
   if (v.IsUndefined()) return l;
-  if (!v.IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
-  Napi::Object o = v.As<Napi::Object>();
+  Napi::Object o = to_object(env, v, where);
   auto opt = [&](const char* key, auto& dst, std::uint32_t max) {
-    if (o.Has(key) && !o.Get(key).IsUndefined()) dst = to_u32(env, o.Get(key), where + "." + key, max);
+    if (has(o, key)) dst = to_u32(env, o.Get(key), where + "." + key, max);
   };
   opt("maxMessages", l.max_messages, 1u << 20);
   opt("messagesPerSecond", l.messages_per_second, 0xffffffffu);
@@ -116,7 +109,7 @@ feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& 
   opt("replyBytes", l.reply_bytes, 1u << 24);
   opt("sendSlots", l.send_slots, 1024);
   opt("recvSlots", l.recv_slots, 1024);
-  if (o.Has("silenceTimeoutMs") && !o.Get("silenceTimeoutMs").IsUndefined()) {
+  if (has(o, "silenceTimeoutMs")) {
     l.silence_timeout_ns = std::uint64_t{to_u32(env, o.Get("silenceTimeoutMs"), where + ".silenceTimeoutMs", 3'600'000)} * 1'000'000;
   }
   if (std::string e = feed::validate(l); !e.empty()) throw Napi::RangeError::New(env, where + ": " + e);
@@ -125,26 +118,21 @@ feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& 
 
 Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, const char* what) {
   Napi::Env env = info.Env();
-  EngineWrap* ew = EngineWrap::FromValue(info[0]);
-  if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
+  EngineWrap* ew = &EngineWrap::FromArg(env, info[0], std::string(what) + ": engine");
   Resolved r;
   r.engine = ew->engine();
-  r.device = device_of(info[1], *classes.verbs);
-  if (r.device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
-  }
-  if (!info[2].IsObject()) throw Napi::TypeError::New(env, std::string(what) + ": config must be an object {channels: [...]}");
+  r.device = &device_arg(env, info[1], *classes.verbs, std::string(what) + ": device");
+  (void)to_object(env, info[2], std::string(what) + ": config", "an object {channels: [...]}");
   if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
   r.agent = ew->agents().feed;
   return r;
 }
 
 Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* what) {
-  Napi::Value v = config.Get("channels");
-  if (!v.IsArray() || v.As<Napi::Array>().Length() == 0) {
-    throw Napi::TypeError::New(env, std::string(what) + ": config.channels must be a non-empty array");
-  }
-  return v.As<Napi::Array>();
+  const std::string where = std::string(what) + ": config.channels";
+  Napi::Array channels = to_array(env, config.Get("channels"), where, "a non-empty array");
+  if (channels.Length() == 0) type_error(env, where, "a non-empty array", channels);
+  return channels;
 }
 
 Napi::Error reservation_error(Napi::Env env, const std::string& what, const verbs::Error& e) {

@@ -56,9 +56,8 @@ struct Resolved {
 };
 
 std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where);
-bool has(const Napi::Object& o, const char* key);
 Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h);
-// {qpn, psn, gid, mtu} of the control-plane handshake (sessions.md).
+// {qpn, psn, gid, mtu} of the control-plane handshake (docs/protocol.md §3.1).
 verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where);
 Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p);
 Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionInfo& s);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
@@ -297,10 +298,9 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
   Napi::Value OnAsyncEvent(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::string where = "service.onAsyncEvent: event";
-    if (!info[0].IsObject()) type_error(env, where, "an object from device.getAsyncEvent()", info[0]);
-    Napi::Object o = info[0].As<Napi::Object>();
-    if (!o.Get("type").IsString()) type_error(env, where + ".type", "an event type name like 'IBV_EVENT_QP_FATAL'", o.Get("type"));
-    const std::string type = o.Get("type").As<Napi::String>().Utf8Value();
+    Napi::Object o = to_object(env, info[0], where, "an object from device.getAsyncEvent()");
+    constexpr const char* kType = "an event type name like 'IBV_EVENT_QP_FATAL'";
+    const std::string type = to_str(env, o.Get("type"), where + ".type", kType);
     verbs::AsyncEvent e;
     bool known = false;
     for (int i = 0; i < verbs::kEventTypeCount && !known; ++i) {
@@ -310,7 +310,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
         known = true;
       }
     }
-    if (!known) throw Napi::RangeError::New(env, where + ".type must be an IBV_EVENT_* name, got '" + type + "'");
+    if (!known) type_error(env, where + ".type", kType, o.Get("type"));
     e.element = verbs::event_element_of(e.event_type);
     e.element_id = to_u32(env, o.Get("elementId"), where + ".elementId");
     bool lost = false;
@@ -322,8 +322,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
   // (docs/protocol.md 3.7) of this service. While off, no events are made.
   Napi::Value DeliverOrderEvents(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!info[0].IsBoolean()) type_error(env, "service.deliverOrderEvents: on", "a boolean", info[0]);
-    const bool on = info[0].As<Napi::Boolean>().Value();
+    const bool on = to_bool(env, info[0], "service.deliverOrderEvents: on");
     orders::OrderAgent* agent = agent_;
     const std::uint32_t id = id_;
     bool done = false;
@@ -348,12 +347,8 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* classes = static_cast<OrdersClasses*>(info.Data());
   constexpr const char* what = "orders.createService";
-  EngineWrap* ew = EngineWrap::FromValue(info[0]);
-  if (ew == nullptr) throw Napi::TypeError::New(env, std::string(what) + ": the first argument must be an Engine from this addon");
-  verbs::Device* device = device_of(info[1], *classes->verbs);
-  if (device == nullptr) {
-    throw Napi::TypeError::New(env, std::string(what) + ": the second argument must be an open Device from verbs.openDevice()");
-  }
+  EngineWrap* ew = &EngineWrap::FromArg(env, info[0], std::string(what) + ": engine");
+  verbs::Device* device = &device_arg(env, info[1], *classes->verbs, std::string(what) + ": device");
   orders::ServiceConfig config = to_service_config(env, info[2]);
   EnginePtr engine = ew->engine();
   if (!engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");

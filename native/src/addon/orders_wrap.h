@@ -1,4 +1,4 @@
-// Order entry from JS (src/orders types it; /work/contracts/sessions.md is the
+// Order entry from JS (src/orders types it; docs/protocol.md §3 is the
 // contract): exports.orders = { createService(engine, device, config),
 // riskLayout(), NativeOrderService }.
 //

@@ -1,6 +1,6 @@
-// JS options of addon.orders → C++ (orders/order_service.h), with a
-// TypeError naming the key for a wrong type and a RangeError naming it for a
-// value out of range. Runs on the JS thread, before anything reaches the engine.
+// JS options of addon.orders → C++ (orders/order_service.h), refused in
+// args.h's one shape (a RangeError for a number out of range, else a
+// TypeError). Runs on the JS thread, before anything reaches the engine.
 #pragma once
 
 #include <napi.h>

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "args.h"
+
 namespace qpgate::addon {
 namespace {
 
@@ -47,8 +49,7 @@ Napi::Error locked_error(Napi::Env env, const std::string& dir, const std::strin
 // the message a second gateway prints. Throws code 'ELOCKED' when it is held.
 Napi::Value LockStateDir(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsString()) throw Napi::TypeError::New(env, "lockStateDir: expected the state directory (a string)");
-  const std::string dir = info[0].As<Napi::String>().Utf8Value();
+  const std::string dir = to_str(env, info[0], "lockStateDir: dir", "the state directory (a string)");
   const std::string path = dir + "/" + kLockFile;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw Napi::Error::New(env, errno_message("open", path));

@@ -3,50 +3,20 @@
 #include <cmath>
 #include <string_view>
 
+#include "args.h"
 #include "js_number.h"
 #include "verbs/soft/net.h"
 #include "verbs/types.h"
 
 namespace qpgate::addon {
 
-std::string describe(Napi::Value v) {
-  if (v.IsUndefined()) return "undefined";
-  if (v.IsNull()) return "null";
-  if (v.IsString()) {
-    // Appended piecewise: GCC 12's -Wrestrict misfires on "'" + s + "'" here.
-    std::string out = "'";
-    out.append(v.As<Napi::String>().Utf8Value());
-    out.push_back('\'');
-    return out;
-  }
-  if (v.IsNumber() || v.IsBigInt() || v.IsBoolean()) return v.ToString().Utf8Value();
-  if (v.IsArray()) return "an array";
-  if (v.IsBuffer() || v.IsTypedArray()) return "a typed array";
-  if (v.IsFunction()) return "a function";
-  return "an object";
-}
-
-[[noreturn]] void type_error(Napi::Env env, const std::string& where, const std::string& expected, Napi::Value got) {
-  throw Napi::TypeError::New(env, where + " must be " + expected + ", got " + describe(got));
-}
-
 namespace {
 
 using verbs::Access;
 using verbs::QpAttrMask;
 
-Napi::Object to_object(Napi::Env env, Napi::Value v, const std::string& where) {
-  if (!v.IsObject() || v.IsArray()) type_error(env, where, "an object", v);
-  return v.As<Napi::Object>();
-}
-
 std::uint8_t to_u8(Napi::Env env, Napi::Value v, const std::string& where) {
   return static_cast<std::uint8_t>(to_u32(env, v, where, 0xff));
-}
-
-bool to_bool(Napi::Env env, Napi::Value v, const std::string& where) {
-  if (!v.IsBoolean()) type_error(env, where, "a boolean", v);
-  return v.As<Napi::Boolean>().Value();
 }
 
 verbs::QpState to_state(Napi::Env env, Napi::Value v, const std::string& where) {
@@ -58,7 +28,7 @@ verbs::QpState to_state(Napi::Env env, Napi::Value v, const std::string& where) 
       if (verbs::qp_state_name(st) == s) return st;
     }
   }
-  type_error(env, where, "one of 'RESET', 'INIT', 'RTR', 'RTS', 'SQD', 'SQE', 'ERR'", v);
+  type_error(env, where, choice_list({"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"}), v);
 }
 
 verbs::MigState to_mig_state(Napi::Env env, Napi::Value v, const std::string& where) {
@@ -66,7 +36,7 @@ verbs::MigState to_mig_state(Napi::Env env, Napi::Value v, const std::string& wh
   for (verbs::MigState st : {verbs::MigState::MIGRATED, verbs::MigState::REARM, verbs::MigState::ARMED}) {
     if (m == verbs::mig_state_name(st)) return st;
   }
-  type_error(env, where, "'MIGRATED', 'REARM' or 'ARMED'", v);
+  type_error(env, where, choice_list({"MIGRATED", "REARM", "ARMED"}), v);
 }
 
 // altPath: {ahAttr, pkeyIndex?, port?, timeout?} (IBV_QP_ALT_PATH's alt_* fields).
@@ -76,15 +46,6 @@ void to_alt_path(Napi::Env env, Napi::Value v, const std::string& where, verbs::
   if (!o.Get("pkeyIndex").IsUndefined()) a.alt_pkey_index = static_cast<std::uint16_t>(to_u32(env, o.Get("pkeyIndex"), where + ".pkeyIndex", 0xffff));
   if (!o.Get("port").IsUndefined()) a.alt_port_num = to_u8(env, o.Get("port"), where + ".port");
   if (!o.Get("timeout").IsUndefined()) a.alt_timeout = to_u8(env, o.Get("timeout"), where + ".timeout");
-}
-
-verbs::Mtu to_mtu(Napi::Env env, Napi::Value v, const std::string& where) {
-  verbs::Mtu m{};
-  if (v.IsNumber()) {
-    const double d = v.As<Napi::Number>().DoubleValue();
-    if (d >= 0 && d <= 65536 && std::floor(d) == d && verbs::mtu_from_bytes(static_cast<std::uint32_t>(d), &m)) return m;
-  }
-  type_error(env, where, "a path MTU in bytes: 256, 512, 1024, 2048 or 4096", v);
 }
 
 std::uint32_t mtu_bytes(verbs::Mtu m) { return verbs::mtu_to_bytes(m); }
@@ -118,7 +79,7 @@ const std::vector<verbs::Sge> to_sges(Napi::Env env, Napi::Value v, const std::s
     verbs::Sge s;
     s.addr = to_u64(env, o.Get("addr"), w + ".addr");
     s.length = to_u32(env, o.Get("length"), w + ".length");
-    s.lkey = o.Has("lkey") ? to_u32(env, o.Get("lkey"), w + ".lkey") : 0;
+    s.lkey = has(o, "lkey") ? to_u32(env, o.Get("lkey"), w + ".lkey") : 0;
     out.push_back(s);
   }
   return out;
@@ -143,8 +104,8 @@ verbs::WrOpcode to_wr_opcode(Napi::Env env, Napi::Value v, const std::string& wh
     }
   }
   type_error(env, where,
-             "one of 'SEND', 'SEND_WITH_IMM', 'RDMA_WRITE', 'RDMA_WRITE_WITH_IMM', 'RDMA_READ', "
-             "'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD'",
+             choice_list({"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP",
+                          "ATOMIC_FETCH_AND_ADD"}),
              v);
 }
 
@@ -158,24 +119,15 @@ Napi::Error verbs_error(Napi::Env env, const verbs::Error& e, long bad_wr_index)
   return err;
 }
 
-std::uint64_t to_u64(Napi::Env env, Napi::Value v, const std::string& where) {
-  if (v.IsBigInt()) {
-    bool lossless = false;
-    const std::uint64_t x = v.As<Napi::BigInt>().Uint64Value(&lossless);
-    if (lossless) return x;
-  } else if (v.IsNumber()) {
-    const double d = v.As<Napi::Number>().DoubleValue();
-    if (d >= 0 && d <= 9007199254740991.0 && std::floor(d) == d) return static_cast<std::uint64_t>(d);
+verbs::Mtu to_path_mtu(Napi::Env env, Napi::Value v, const std::string& where) {
+  constexpr const char* kExpected = "256, 512, 1024, 2048 or 4096";
+  if (!v.IsNumber()) type_error(env, where, kExpected, v);
+  const double d = v.As<Napi::Number>().DoubleValue();
+  verbs::Mtu m{};
+  if (!(d >= 0 && d <= 65536 && std::floor(d) == d && verbs::mtu_from_bytes(static_cast<std::uint32_t>(d), &m))) {
+    range_error(env, where, kExpected, v);
   }
-  type_error(env, where, "a BigInt 0..2^64-1 (or a safe non-negative integer)", v);
-}
-
-std::uint32_t to_u32(Napi::Env env, Napi::Value v, const std::string& where, std::uint32_t max) {
-  if (v.IsNumber()) {
-    const double d = v.As<Napi::Number>().DoubleValue();
-    if (d >= 0 && d <= max && std::floor(d) == d) return static_cast<std::uint32_t>(d);
-  }
-  type_error(env, where, "an integer 0.." + std::to_string(max), v);
+  return m;
 }
 
 verbs::AccessFlags to_access(Napi::Env env, Napi::Value v, const std::string& where) {
@@ -190,7 +142,7 @@ verbs::AccessFlags to_access(Napi::Env env, Napi::Value v, const std::string& wh
     else if (s == "REMOTE_WRITE") out |= Access::REMOTE_WRITE;
     else if (s == "REMOTE_READ") out |= Access::REMOTE_READ;
     else if (s == "REMOTE_ATOMIC") out |= Access::REMOTE_ATOMIC;
-    else type_error(env, where + "[" + std::to_string(i) + "]", "'LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ' or 'REMOTE_ATOMIC'", e);
+    else type_error(env, where + "[" + std::to_string(i) + "]", choice_list({"LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ", "REMOTE_ATOMIC"}), e);
   }
   return out;
 }
@@ -220,8 +172,8 @@ verbs::AhAttr to_ah_attr(Napi::Env env, Napi::Value v, const std::string& where)
     else if (k == "portNum") a.port_num = to_u8(env, x, w);
     else if (k == "udpSport") a.udp_sport = static_cast<std::uint16_t>(to_u32(env, x, w, 0xffff));
     else {
-      throw Napi::TypeError::New(env, where + ": unknown attribute '" + k +
-                                          "' (expected dgid, sgidIndex, trafficClass, hopLimit, sl, flowLabel, portNum, udpSport)");
+      unknown_key(env, where, "attribute", k,
+                  {"dgid", "sgidIndex", "trafficClass", "hopLimit", "sl", "flowLabel", "portNum", "udpSport"});
     }
   }
   return a;
@@ -242,8 +194,7 @@ verbs::QpCap to_cap(Napi::Env env, Napi::Value v, const std::string& where) {
     else if (k == "maxRecvSge") c.max_recv_sge = to_u32(env, x, w);
     else if (k == "maxInlineData") c.max_inline_data = to_u32(env, x, w);
     else {
-      throw Napi::TypeError::New(env, where + ": unknown capability '" + k +
-                                          "' (expected maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData)");
+      unknown_key(env, where, "capability", k, {"maxSendWr", "maxRecvWr", "maxSendSge", "maxRecvSge", "maxInlineData"});
     }
   }
   return c;
@@ -257,7 +208,7 @@ verbs::QpType to_qp_type(Napi::Env env, Napi::Value v, const std::string& where)
     if (s == "UC") return verbs::QpType::UC;
     if (s == "UD") return verbs::QpType::UD;
   }
-  type_error(env, where, "'RC', 'UC' or 'UD'", v);
+  type_error(env, where, choice_list({"RC", "UC", "UD"}), v);
 }
 
 void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& a, verbs::QpAttrMaskFlags& mask) {
@@ -277,7 +228,7 @@ void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& a, verbs::QpAttrMas
     else if (k == "port") { a.port_num = to_u8(env, x, w); mask |= QpAttrMask::PORT; }
     else if (k == "qkey") { a.qkey = to_u32(env, x, w); mask |= QpAttrMask::QKEY; }
     else if (k == "ahAttr") { a.ah_attr = to_ah_attr(env, x, w); mask |= QpAttrMask::AV; }
-    else if (k == "pathMtu") { a.path_mtu = to_mtu(env, x, w); mask |= QpAttrMask::PATH_MTU; }
+    else if (k == "pathMtu") { a.path_mtu = to_path_mtu(env, x, w); mask |= QpAttrMask::PATH_MTU; }
     else if (k == "timeout") { a.timeout = to_u8(env, x, w); mask |= QpAttrMask::TIMEOUT; }
     else if (k == "retryCnt") { a.retry_cnt = to_u8(env, x, w); mask |= QpAttrMask::RETRY_CNT; }
     else if (k == "rnrRetry") { a.rnr_retry = to_u8(env, x, w); mask |= QpAttrMask::RNR_RETRY; }
@@ -291,11 +242,10 @@ void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& a, verbs::QpAttrMas
     else if (k == "altPath") { to_alt_path(env, x, w, a); mask |= QpAttrMask::ALT_PATH; }
     else if (k == "pathMigState") { a.path_mig_state = to_mig_state(env, x, w); mask |= QpAttrMask::PATH_MIG_STATE; }
     else {
-      throw Napi::TypeError::New(
-          env, where + ": unknown attribute '" + k +
-                   "' (expected state, curState, enSqdAsyncNotify, qpAccessFlags, pkeyIndex, port, qkey, ahAttr, pathMtu, "
-                   "timeout, retryCnt, rnrRetry, rqPsn, maxRdAtomic, minRnrTimer, sqPsn, maxDestRdAtomic, cap, destQpNum, "
-                   "altPath, pathMigState)");
+      unknown_key(env, where, "attribute", k,
+                  {"state", "curState", "enSqdAsyncNotify", "qpAccessFlags", "pkeyIndex", "port", "qkey", "ahAttr", "pathMtu",
+                   "timeout", "retryCnt", "rnrRetry", "rqPsn", "maxRdAtomic", "minRnrTimer", "sqPsn", "maxDestRdAtomic", "cap",
+                   "destQpNum", "altPath", "pathMigState"});
     }
   }
 }
@@ -310,34 +260,34 @@ SendBatch to_send_wrs(Napi::Env env, Napi::Value v, AhResolver resolve_ah) {
     const std::string where = "qp.postSend: wrs[" + std::to_string(i) + "]";
     Napi::Object o = to_object(env, a.Get(i), where);
     verbs::SendWr& wr = b.wrs[i];
-    wr.wr_id = o.Has("wrId") ? to_u64(env, o.Get("wrId"), where + ".wrId") : 0;
+    wr.wr_id = has(o, "wrId") ? to_u64(env, o.Get("wrId"), where + ".wrId") : 0;
     wr.opcode = to_wr_opcode(env, o.Get("opcode"), where + ".opcode");
-    const bool inl = o.Has("inline") && to_bool(env, o.Get("inline"), where + ".inline");
+    const bool inl = has(o, "inline") && to_bool(env, o.Get("inline"), where + ".inline");
     if (inl) wr.send_flags |= verbs::SendFlag::INLINE;
     // Signaled unless said otherwise: the simple case should complete.
-    if (!o.Has("signaled") || to_bool(env, o.Get("signaled"), where + ".signaled")) wr.send_flags |= verbs::SendFlag::SIGNALED;
-    if (o.Has("solicited") && to_bool(env, o.Get("solicited"), where + ".solicited")) wr.send_flags |= verbs::SendFlag::SOLICITED;
-    if (o.Has("fence") && to_bool(env, o.Get("fence"), where + ".fence")) wr.send_flags |= verbs::SendFlag::FENCE;
+    if (!has(o, "signaled") || to_bool(env, o.Get("signaled"), where + ".signaled")) wr.send_flags |= verbs::SendFlag::SIGNALED;
+    if (has(o, "solicited") && to_bool(env, o.Get("solicited"), where + ".solicited")) wr.send_flags |= verbs::SendFlag::SOLICITED;
+    if (has(o, "fence") && to_bool(env, o.Get("fence"), where + ".fence")) wr.send_flags |= verbs::SendFlag::FENCE;
     b.sges[i] = to_sges(env, o.Get("sgList"), where + ".sgList", inl);
     wr.sg_list = std::span<const verbs::Sge>(b.sges[i]);
-    if (o.Has("immData")) wr.imm_data = to_u32(env, o.Get("immData"), where + ".immData");
+    if (has(o, "immData")) wr.imm_data = to_u32(env, o.Get("immData"), where + ".immData");
     const bool atomic = verbs::wr_opcode_info(wr.opcode).is(wire::kWrAtomic);
-    if (o.Has("remoteAddr")) {
+    if (has(o, "remoteAddr")) {
       const std::uint64_t ra = to_u64(env, o.Get("remoteAddr"), where + ".remoteAddr");
       (atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr) = ra;
     }
-    if (o.Has("rkey")) {
+    if (has(o, "rkey")) {
       const std::uint32_t rk = to_u32(env, o.Get("rkey"), where + ".rkey");
       (atomic ? wr.atomic.rkey : wr.rdma.rkey) = rk;
     }
-    if (o.Has("compareAdd")) wr.atomic.compare_add = to_u64(env, o.Get("compareAdd"), where + ".compareAdd");
-    if (o.Has("swap")) wr.atomic.swap = to_u64(env, o.Get("swap"), where + ".swap");
-    if (o.Has("ah") && !o.Get("ah").IsUndefined()) {
+    if (has(o, "compareAdd")) wr.atomic.compare_add = to_u64(env, o.Get("compareAdd"), where + ".compareAdd");
+    if (has(o, "swap")) wr.atomic.swap = to_u64(env, o.Get("swap"), where + ".swap");
+    if (has(o, "ah")) {
       wr.ud.ah = resolve_ah(env, o.Get("ah"), where + ".ah");
       b.ahs.push_back(o.Get("ah").As<Napi::Object>());
     }
-    if (o.Has("remoteQpn")) wr.ud.remote_qpn = to_u32(env, o.Get("remoteQpn"), where + ".remoteQpn", 0xffffff);
-    if (o.Has("remoteQkey")) wr.ud.remote_qkey = to_u32(env, o.Get("remoteQkey"), where + ".remoteQkey");
+    if (has(o, "remoteQpn")) wr.ud.remote_qpn = to_u32(env, o.Get("remoteQpn"), where + ".remoteQpn", 0xffffff);
+    if (has(o, "remoteQkey")) wr.ud.remote_qkey = to_u32(env, o.Get("remoteQkey"), where + ".remoteQkey");
   }
   return b;
 }
@@ -351,7 +301,7 @@ RecvBatch to_recv_wrs(Napi::Env env, Napi::Value v, const std::string& where_pre
   for (std::uint32_t i = 0; i < a.Length(); ++i) {
     const std::string where = where_prefix + ": wrs[" + std::to_string(i) + "]";
     Napi::Object o = to_object(env, a.Get(i), where);
-    b.wrs[i].wr_id = o.Has("wrId") ? to_u64(env, o.Get("wrId"), where + ".wrId") : 0;
+    b.wrs[i].wr_id = has(o, "wrId") ? to_u64(env, o.Get("wrId"), where + ".wrId") : 0;
     b.sges[i] = to_sges(env, o.Get("sgList"), where + ".sgList", false);
     b.wrs[i].sg_list = std::span<const verbs::Sge>(b.sges[i]);
   }
@@ -453,7 +403,7 @@ Napi::Object qp_attr_to_js(Napi::Env env, const verbs::QpAttr& a, const verbs::Q
 }
 
 std::optional<verbs::Gid> to_alternate_gid(Napi::Env env, Napi::Object o, const std::string& where) {
-  if (!o.Has("alternateGid") || o.Get("alternateGid").IsUndefined() || o.Get("alternateGid").IsNull()) return std::nullopt;
+  if (!has(o, "alternateGid") || o.Get("alternateGid").IsNull()) return std::nullopt;
   return to_gid(env, o.Get("alternateGid"), where);
 }
 

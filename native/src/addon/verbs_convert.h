@@ -1,8 +1,8 @@
 // JS <-> verbs conversions for verbs_wrap.cc: attribute objects with
 // ibverbs' field names in camelCase (qpAccessFlags, pkeyIndex, destQpNum,
 // ahAttr.hopLimit ...), enum names as strings ('RTR', 'IBV_WC_SUCCESS'),
-// 64-bit values as BigInt. Every parse throws a Napi::TypeError that names
-// the field, says what was expected and shows what was given.
+// 64-bit values as BigInt. Every parse refuses in args.h's one shape: the
+// field, what was expected, what was given.
 #pragma once
 
 #include <napi.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "verbs/attr.h"
 #include "verbs/async_event.h"
 #include "verbs/device.h"
@@ -24,14 +25,9 @@ namespace qpgate::addon {
 // A JS Error with .code = errno name; .badWrIndex when given (>= 0).
 Napi::Error verbs_error(Napi::Env env, const verbs::Error& e, long bad_wr_index = -1);
 
-// A JS value as error messages show it ("'abc'", "42", "an object").
-std::string describe(Napi::Value v);
-// Throws TypeError "<where> must be <expected>, got <describe(got)>".
-[[noreturn]] void type_error(Napi::Env env, const std::string& where, const std::string& expected, Napi::Value got);
-
-// Parsers. `where` prefixes messages ("qp.modify").
-std::uint64_t to_u64(Napi::Env env, Napi::Value v, const std::string& where);  // BigInt or safe integer Number
-std::uint32_t to_u32(Napi::Env env, Napi::Value v, const std::string& where, std::uint32_t max = 0xffffffffu);
+// Parsers, on args.h's (which this header brings). `where` prefixes messages ("qp.modify").
+// A path MTU in bytes: 256, 512, 1024, 2048 or 4096.
+verbs::Mtu to_path_mtu(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::AccessFlags to_access(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::Gid to_gid(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::AhAttr to_ah_attr(Napi::Env env, Napi::Value v, const std::string& where);

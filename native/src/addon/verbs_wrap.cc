@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.h"
 #include "common/clock.h"
 #include "verbs/soft/soft_device.h"  // as_soft_qp
 #include "verbs/soft/soft_qp.h"
@@ -96,7 +97,7 @@ class AhWrap : public Napi::ObjectWrap<AhWrap> {
 const verbs::AddressHandle* resolve_ah(Napi::Env env, Napi::Value v, const std::string& where) {
   AhWrap* w = AhWrap::FromValue(v);
   if (w == nullptr || !w->ah()) {
-    throw Napi::TypeError::New(env, where + " must be a live AddressHandle from pd.createAh()");
+    type_error(env, where, "a live AddressHandle from pd.createAh()", v);
   }
   return w->ah().get();
 }
@@ -148,8 +149,9 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
   Napi::Value BusyPollInto(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Uint32Array words = to_u32_array(env, info[0], "cq.busyPollInto: words");
-    const double budget = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
-    if (!(budget >= 0 && budget <= 1e9)) throw Napi::RangeError::New(env, "cq.busyPollInto: budgetNs: expected 0 to 1e9 ns");
+    if (!info[1].IsNumber()) type_error(env, "cq.busyPollInto: budgetNs", "a number of ns in 0..1e9", info[1]);
+    const double budget = info[1].As<Napi::Number>().DoubleValue();
+    if (!(budget >= 0 && budget <= 1e9)) range_error(env, "cq.busyPollInto: budgetNs", "a number of ns in 0..1e9", info[1]);
     verbs::CompletionQueue& cq = obj(env, "completion queue");
     if (!engine_->driven()) throw Napi::Error::New(env, "cq.busyPollInto: the CQ's engine is not driven (startDriven)");
     scratch_.resize(std::min<std::size_t>(words.ElementLength() / kWcWords, 4096));
@@ -178,7 +180,7 @@ class CqWrap : public VerbsWrap<CqWrap, verbs::CompletionQueue> {
 
 verbs::CompletionQueue* cq_of(Napi::Env env, Napi::FunctionReference& ctor, Napi::Value v, const std::string& where) {
   if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(ctor.Value()) || CqWrap::Unwrap(v.As<Napi::Object>())->get() == nullptr) {
-    throw Napi::TypeError::New(env, where + " must be a live CompletionQueue from device.createCq()");
+    type_error(env, where, "a live CompletionQueue from device.createCq()", v);
   }
   return CqWrap::Unwrap(v.As<Napi::Object>())->get();
 }
@@ -207,12 +209,11 @@ class SrqWrap : public VerbsWrap<SrqWrap, verbs::SharedReceiveQueue> {
   Napi::Value Modify(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     verbs::SharedReceiveQueue& srq = obj(env, "SRQ");
-    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "srq.modify: attributes must be an object");
-    Napi::Object o = info[0].As<Napi::Object>();
+    Napi::Object o = to_object(env, info[0], "srq.modify: attributes");
     verbs::SrqAttr a;
     verbs::Flags<verbs::SrqAttrMask> mask;
-    if (o.Has("maxWr")) { a.max_wr = to_u32(env, o.Get("maxWr"), "srq.modify: maxWr"); mask |= verbs::SrqAttrMask::MAX_WR; }
-    if (o.Has("srqLimit")) { a.srq_limit = to_u32(env, o.Get("srqLimit"), "srq.modify: srqLimit"); mask |= verbs::SrqAttrMask::LIMIT; }
+    if (has(o, "maxWr")) { a.max_wr = to_u32(env, o.Get("maxWr"), "srq.modify: maxWr"); mask |= verbs::SrqAttrMask::MAX_WR; }
+    if (has(o, "srqLimit")) { a.srq_limit = to_u32(env, o.Get("srqLimit"), "srq.modify: srqLimit"); mask |= verbs::SrqAttrMask::LIMIT; }
     verbs::Status s;
     run([&] { s = srq.modify(a, mask); });
     if (!s.ok()) throw_status(env, s);
@@ -287,12 +288,10 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
   Napi::Value SetAckRequests(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     verbs::QueuePair& qp = obj(env, "QP");
-    const std::string mode = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-    if (mode != "per-message" && mode != "window") {
-      throw Napi::TypeError::New(env, "qp.setAckRequests: expected 'per-message' or 'window'");
-    }
+    constexpr verbs::AckRequests kModes[] = {verbs::AckRequests::PER_MESSAGE, verbs::AckRequests::WINDOW};
+    const verbs::AckRequests mode = kModes[to_choice(env, info[0], "qp.setAckRequests: mode", {"per-message", "window"})];
     verbs::Status s;
-    run([&] { s = qp.set_ack_requests(mode == "window" ? verbs::AckRequests::WINDOW : verbs::AckRequests::PER_MESSAGE); });
+    run([&] { s = qp.set_ack_requests(mode); });
     if (!s.ok()) throw_status(env, s);
     return env.Undefined();
   }
@@ -424,7 +423,7 @@ class QpWrap : public VerbsWrap<QpWrap, verbs::QueuePair> {
     Napi::Env env = info.Env();
     const bool is_mr = info[0].IsObject() && info[0].As<Napi::Object>().InstanceOf(classes_->mr.Value());
     MrWrap* mr = is_mr ? MrWrap::Unwrap(info[0].As<Napi::Object>()) : nullptr;
-    if (mr == nullptr || mr->get() == nullptr) throw Napi::TypeError::New(env, where + ": mr must be a live MemoryRegion");
+    if (mr == nullptr || mr->get() == nullptr) type_error(env, where + ": mr", "a live MemoryRegion", info[0]);
     Napi::Uint32Array words = to_u32_array(env, info[1], where + ": words");
     const auto held = static_cast<std::uint32_t>(words.ElementLength() / words_per_wr);
     const std::uint32_t count = to_u32(env, info[2], where + ": count", held);
@@ -472,7 +471,7 @@ class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
       addr = static_cast<std::uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
       length = ta.ByteLength();
     } else {
-      throw Napi::TypeError::New(env, "pd.regMr: memory must be an ArrayBuffer, a Buffer or a typed array");
+      type_error(env, "pd.regMr: memory", "an ArrayBuffer, a Buffer or a typed array", info[0]);
     }
     const verbs::AccessFlags access =
         info.Length() > 1 && !info[1].IsUndefined() ? to_access(env, info[1], "pd.regMr: access") : verbs::AccessFlags{};
@@ -497,12 +496,11 @@ class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
   Napi::Value CreateSrq(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     verbs::ProtectionDomain& pd = obj(env, "protection domain");
-    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "pd.createSrq: attributes must be an object {maxWr, maxSge, srqLimit}");
-    Napi::Object o = info[0].As<Napi::Object>();
+    Napi::Object o = to_object(env, info[0], "pd.createSrq: attributes", "an object {maxWr, maxSge, srqLimit}");
     verbs::SrqAttr a;
     a.max_wr = to_u32(env, o.Get("maxWr"), "pd.createSrq: maxWr");
-    if (o.Has("maxSge")) a.max_sge = to_u32(env, o.Get("maxSge"), "pd.createSrq: maxSge");
-    if (o.Has("srqLimit")) a.srq_limit = to_u32(env, o.Get("srqLimit"), "pd.createSrq: srqLimit");
+    if (has(o, "maxSge")) a.max_sge = to_u32(env, o.Get("maxSge"), "pd.createSrq: maxSge");
+    if (has(o, "srqLimit")) a.srq_limit = to_u32(env, o.Get("srqLimit"), "pd.createSrq: srqLimit");
     verbs::Result<std::unique_ptr<verbs::SharedReceiveQueue>> r = verbs::Error{};
     run([&] { r = pd.create_srq(a); });
     return make_wrap<SrqWrap>(classes_->srq, engine_, engine_js(), unwrap_result(env, r), classes_);
@@ -510,23 +508,22 @@ class PdWrap : public VerbsWrap<PdWrap, verbs::ProtectionDomain> {
   Napi::Value CreateQp(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     verbs::ProtectionDomain& pd = obj(env, "protection domain");
-    if (!info[0].IsObject()) throw Napi::TypeError::New(env, "pd.createQp: options must be an object {type, sendCq, recvCq, cap, ...}");
-    Napi::Object o = info[0].As<Napi::Object>();
+    Napi::Object o = to_object(env, info[0], "pd.createQp: options", "an object {type, sendCq, recvCq, cap, ...}");
     verbs::QpInitAttr init;
     init.qp_type = to_qp_type(env, o.Get("type"), "pd.createQp: type");
     init.send_cq = cq_of(env, classes_->cq, o.Get("sendCq"), "pd.createQp: sendCq");
-    init.recv_cq = cq_of(env, classes_->cq, o.Has("recvCq") ? o.Get("recvCq") : o.Get("sendCq"), "pd.createQp: recvCq");
-    if (o.Has("srq") && !o.Get("srq").IsUndefined()) {
+    init.recv_cq = cq_of(env, classes_->cq, has(o, "recvCq") ? o.Get("recvCq") : o.Get("sendCq"), "pd.createQp: recvCq");
+    if (has(o, "srq")) {
       Napi::Value s = o.Get("srq");
       if (!s.IsObject() || !s.As<Napi::Object>().InstanceOf(classes_->srq.Value()) ||
           SrqWrap::Unwrap(s.As<Napi::Object>())->get() == nullptr) {
-        throw Napi::TypeError::New(env, "pd.createQp: srq must be a live SharedReceiveQueue from pd.createSrq()");
+        type_error(env, "pd.createQp: srq", "a live SharedReceiveQueue from pd.createSrq()", s);
       }
       init.srq = SrqWrap::Unwrap(s.As<Napi::Object>())->get();
     }
     init.cap = to_cap(env, o.Get("cap"), "pd.createQp: cap");
-    if (o.Has("sqSigAll")) init.sq_sig_all = o.Get("sqSigAll").ToBoolean().Value();
-    if (o.Has("qpContext")) init.qp_context = to_u64(env, o.Get("qpContext"), "pd.createQp: qpContext");
+    if (has(o, "sqSigAll")) init.sq_sig_all = to_bool(env, o.Get("sqSigAll"), "pd.createQp: sqSigAll");
+    if (has(o, "qpContext")) init.qp_context = to_u64(env, o.Get("qpContext"), "pd.createQp: qpContext");
     verbs::Result<std::unique_ptr<verbs::QueuePair>> r = verbs::Error{};
     run([&] { r = pd.create_qp(init); });
     return make_wrap<QpWrap>(classes_->qp, engine_, engine_js(), unwrap_result(env, r), classes_);
@@ -545,7 +542,7 @@ Napi::Value BufferAddress(const Napi::CallbackInfo& info) {
     auto ta = info[0].As<Napi::TypedArray>();
     return u64_to_js(env, reinterpret_cast<std::uint64_t>(static_cast<std::uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset()));
   }
-  throw Napi::TypeError::New(env, "bufferAddress: expected an ArrayBuffer, a Buffer or a typed array");
+  type_error(env, "bufferAddress: buffer", "an ArrayBuffer, a Buffer or a typed array", info[0]);
 }
 
 }  // namespace

@@ -49,5 +49,7 @@ namespace qpgate::addon {
 // For other bindings (feed_wrap): the verbs::Device behind a JS Device
 // made by openDevice, or nullptr (anything else, or a closed device).
 verbs::Device* device_of(Napi::Value value, const VerbsClasses& classes);
+// The same, or args.h's TypeError "<where> must be an open Device from verbs.openDevice(), got ...".
+verbs::Device& device_arg(Napi::Env env, Napi::Value value, const VerbsClasses& classes, const std::string& where);
 
 }  // namespace qpgate::addon

@@ -1,7 +1,7 @@
 // An asynchronous event (ibv_async_event): something that happened to a QP,
 // CQ, SRQ, port or the device outside any work request — a QP went to the
 // error state, an SRQ fell below its limit, a CQ overflowed, a port went down.
-// They reach JS as events and metrics (DESIGN.md, "Threads and data paths").
+// They reach JS as events and metrics (engine/device_events_agent.h, src/native/verbs.ts).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The verbs-shaped interface both backends implement (DESIGN.md, "The one
-// idea"): `soft` (RoCEv2 in user space over UDP) and `ibv` (libibverbs).
+// The verbs-shaped interface both backends implement (README.md,
+// "One verbs-shaped core, two backends"): `soft` (RoCEv2 in user space over UDP) and `ibv` (libibverbs).
 //
 //   Device ─ alloc_pd ─▶ ProtectionDomain ─ reg_mr ─────▶ MemoryRegion
 //          │                              ├ create_ah ──▶ AddressHandle
@@ -21,7 +21,7 @@
 //
 // Threads: a QP, its CQs and SRQ belong to one engine thread, which is the
 // only one that posts, polls and modifies them; the control plane reaches
-// them through the engine's command ring (DESIGN.md). Objects are not
+// them through the engine's command ring (engine/command_agent.h). Objects are not
 // internally synchronised.
 //
 // The soft backend and one-sidedness: with an RDMA NIC, RDMA READ, WRITE and

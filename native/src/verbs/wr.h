@@ -5,8 +5,8 @@
 //
 // Byte order: imm_data is in HOST order here (ibverbs keeps it big-endian);
 // the wire codec writes ImmDt big-endian and the ibv backend converts.
-// Atomic results land in the local buffer in host order (research.md §2.5:
-// mlx5 writes network order; the ibv backend documents what it sees).
+// Atomic results land in the local buffer in host order (some mlx5
+// configurations write network order: verbs/ibv/ibv_device.h says what it sees).
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,7 @@ struct SendWr {
   struct Ud {  // UD QPs
     const AddressHandle* ah = nullptr;
     std::uint32_t remote_qpn = 0;  // kMulticastQpn for a multicast AH
-    std::uint32_t remote_qkey = 0;  // high bit set: the QP's own Q_Key is sent instead (the IBA controlled-Q_Key rule; unverified, research.md §2.3)
+    std::uint32_t remote_qkey = 0;  // high bit set: the QP's own Q_Key is sent instead (the IBA controlled-Q_Key rule; unverified)
   } ud;
 };
 

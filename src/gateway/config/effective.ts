@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 
-import { table } from '../table.js';
+import { table } from '../../common/table.js';
 import { DEFAULT_CONFIG_PATH, loadConfigWithOrigins, type LoadOptions } from './load.js';
 
 export interface EffectiveKey {

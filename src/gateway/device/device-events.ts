@@ -10,7 +10,7 @@ import { loadAddon } from '../../native/addon.js';
 import { RecordType, type Engine } from '../../native/engine.js';
 import type { Device } from '../../native/verbs.js';
 import type { Logger } from '../log.js';
-import type { SessionProvider } from '../sessions/provider.js';
+import type { SessionProvider } from '../../common/session-provider.js';
 
 const ELEMENTS = ['DEVICE', 'PORT', 'QP', 'CQ', 'SRQ'] as const;
 

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDevice, type Device, type PortAttr } from '../../native/verbs.js';
 import type { Engine } from '../../native/engine.js';
+import { ibvFix, type IbvChoices } from '../../native/ibv-fix.js';
 
 /** The device could not be opened as configured: `qpgate serve` exits 2 (a configuration error), nothing started. */
 export class DeviceOpenError extends Error {
@@ -39,24 +40,7 @@ function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
   }
 }
 
-/** Where the device, port and GID entry are chosen: the gateway's config keys, or a client's flags. */
-export interface IbvChoices {
-  device: string;
-  port: string;
-  gidIndex: string;
-}
 const CONFIG_KEYS: IbvChoices = { device: 'backend.device', port: 'backend.port', gidIndex: 'backend.gidIndex' };
-
-/** What to change for each way an ibv device fails to open (ibv_device.cc open_ibv_device). */
-export function ibvFix(code: string | undefined, message: string, at: IbvChoices = CONFIG_KEYS): string {
-  if (code === 'EOPNOTSUPP' && /no ibv backend/.test(message)) return 'install libibverbs-dev and rebuild: npm run build:native';
-  if (code === 'ENOSYS') return 'this kernel has no RDMA: load a driver, e.g. modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0';
-  if (code === 'ENODEV' && /no RDMA device/.test(message)) return `set ${at.device} to one of the devices listed`;
-  if (code === 'ENETDOWN') return `bring the port up: ip link set <netdev> up (rdma link shows the netdev), or choose an ACTIVE one with ${at.port}`;
-  if (code === 'EINVAL' && /GID|gid/.test(message)) return `set ${at.gidIndex} to a RoCE v2 IPv4 entry, or unset it`;
-  if (code === 'ENODEV') return `give the device an IPv4 address on its interface, or set ${at.gidIndex}`;
-  return `check ${at.device} and ${at.port}`;
-}
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
   if (backend.alternateAddress !== undefined) {
@@ -70,7 +54,7 @@ function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
     device = openDevice(engine, { kind: 'ibv', name: backend.device, port: backend.port, gidIndex: backend.gidIndex });
   } catch (err) {
     const e = err as Error & { code?: string };
-    throw new DeviceOpenError(`cannot open the ibv device ${backend.device}: ${e.message} (${ibvFix(e.code, e.message)})`, { cause: err });
+    throw new DeviceOpenError(`cannot open the ibv device ${backend.device}: ${e.message} (${ibvFix(e.code, e.message, CONFIG_KEYS)})`, { cause: err });
   }
   // The feed is UD multicast: a device that attaches no group cannot serve it.
   const attr = device.query();

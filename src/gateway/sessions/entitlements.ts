@@ -3,7 +3,7 @@
 // config (control.tokens[].roles/accounts/channels); a key left out means
 // "none" for a read token and "everything" for an admin token, as does the
 // admin token the gateway generates when none is configured.
-import type { SessionRole } from './provider.js';
+import type { SessionRole } from '../../common/session-provider.js';
 import type { TokenConfig } from '../config/schema.js';
 import { U64_MAX } from '../../orders/config.js';
 

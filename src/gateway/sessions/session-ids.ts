@@ -23,7 +23,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { SessionRole } from './provider.js';
+import type { SessionRole } from '../../common/session-provider.js';
 
 export interface SessionIdEntry {
   readonly id: number;

@@ -136,6 +136,7 @@ export class SloService {
   }
 
   /** Registers qpgate_slo_* in `registry`; values are read from the latest evaluation on scrape. */
+  // long because: one declaration per qpgate_slo_* family over the same report walk.
   exportTo(registry: Registry): void {
     const each = (fn: (o: SloObjectiveReport, w: SloWindowReport) => void): void => {
       for (const o of this.report().objectives) for (const w of o.windows) fn(o, w);

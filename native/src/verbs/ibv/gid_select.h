@@ -1,5 +1,5 @@
 // Choosing the GID a RoCE port sends from — the most common RoCE failure
-// when wrong (research.md §3 item 5): a RoCE v1 or link-local GID gives
+// when wrong: a RoCE v1 or link-local GID gives
 // "transport retry counter exceeded" or RTR timeouts, and the table layout
 // differs by vendor (mlx5 has a v1 and a v2 entry per address; rxe and irdma
 // differ). Pure functions over a table already read, so they are tested

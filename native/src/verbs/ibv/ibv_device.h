@@ -28,7 +28,7 @@
 //
 // Atomic results: the interface promises host order. rxe writes the
 // original value in host order (tested); some mlx5 configurations write
-// network order (research.md §2.5) — unverified here, not converted.
+// network order — unverified here, not converted.
 #pragma once
 
 #include <cstdint>

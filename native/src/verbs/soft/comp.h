@@ -7,7 +7,7 @@
 //   GET_WQE → CHECK_PSN → CHECK_ACK → {READ, ATOMIC, WRITE_SEND} → COMP_ACK
 //   → UPDATE_COMP → DONE, with ERROR_RETRY, RNR_RETRY and ERROR exits.
 //
-// Retry rules (research.md §2.4; captures/README.md):
+// Retry rules (the IBA's, as rxe 6.1 keeps them: test/fixtures/captures/README.md):
 //  - local ACK timeout 4.096 µs × 2^timeout (0 = never): go-back-N from the
 //    oldest unacknowledged PSN, retry_cnt decremented. retry_cnt = 7 is 7
 //    retries, NOT infinite (the IBA; rxe treats 7 as infinite — we don't).

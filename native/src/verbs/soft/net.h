@@ -1,7 +1,7 @@
 // The soft device's wire (rxe_net.c's role): the UDP sockets that carry its
 // RoCEv2 packets, batched both ways.
 //
-// Sockets (IPv4; one device owns one address, DESIGN.md):
+// Sockets (IPv4; one device owns one address):
 //  - unicast: bound to <address>:4791, non-blocking, deliberately WITHOUT
 //    SO_REUSEADDR: for UDP it would let a second socket bind the same
 //    address and port and silently take some of the device's unicast

@@ -31,7 +31,7 @@
 //    responder acknowledge what did not ask, and a requester in
 //    AckRequests::WINDOW relies on it (docs/protocol.md "The ACK hold").
 //  - a SEND longer than the receive → NAK remote operational error (rxe
-//    6.1, captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
+//    6.1, test/fixtures/captures/README.md) and the receive completes IBV_WC_LOC_LEN_ERR.
 //  - rkey/bounds/access failures → NAK remote access error (0x62); a
 //    misaligned atomic → NAK invalid request (0x61). A WRITE/READ/atomic to
 //    a QP without the qp_access_flags for it → NAK invalid request (0x61),

@@ -1,7 +1,7 @@
 // The soft devices' driver: the duty cycle that drives every attached
 // SoftDevice, without knowing what thread or loop runs it. The engine's
 // adapter (engine/soft_device_agent.h) runs it as an agent on the engine
-// thread (DESIGN.md "Threads and data paths"); a test may run it in a loop.
+// thread (engine/engine.h); a test may run it in a loop.
 //
 //   do_work(now, &deadline)  per device: each QP's requester and pending
 //                            responses, one sendmmsg flush (with the ACKs the

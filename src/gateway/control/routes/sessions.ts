@@ -1,5 +1,5 @@
 // /v1/sessions: the one handshake for every RC session (trading, risk,
-// recovery), and the list of them (/work/contracts/sessions.md).
+// recovery), and the list of them (docs/protocol.md §3.1).
 //
 //   POST   /v1/sessions      open (a token entitled to the role, accounts, channels)
 //   GET    /v1/sessions      list (read: the token's own sessions; admin: all)
@@ -27,14 +27,14 @@
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { jsonSafe } from '../../json.js';
+import { jsonSafe } from '../../../common/json.js';
 import { looseObject } from '../openapi.js';
 import { Value } from '@sinclair/typebox/value';
 import { Counter, type Registry } from 'prom-client';
 import type { ControlExtension, GatewayState } from '../../state.js';
 import { SessionIds, type SessionIdEntry } from '../../sessions/session-ids.js';
 import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
-import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../sessions/provider.js';
+import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../../common/session-provider.js';
 import { U64_MAX } from '../../../orders/config.js';
 import { errorResponses, NOT_ENABLED, sendError } from '../errors.js';
 
@@ -157,6 +157,8 @@ export interface SessionsExtensionOptions {
  * The sessions extension: /v1/sessions over the providers registered in
  * `state.sessionProviders`, with ids kept in <state.dir>/sessions.json.
  */
+// long because: a fastify plugin (its routes) and the extension's lifecycle over one closure of
+// session state (ids, open sessions, refusals); the POST handler alone is 137 lines. To split: issue 16.
 export function sessionsExtension(state: GatewayState, options: SessionsExtensionOptions = {}): ControlExtension {
   const ids = new SessionIds(state.config.state.dir);
   const open = new Map<number, OpenSession>();

@@ -1,5 +1,5 @@
 // The contract between POST /v1/sessions and the services that serve RC
-// sessions (/work/contracts/sessions.md): the route authenticates, checks
+// sessions (docs/protocol.md §3.1): the route authenticates, checks
 // entitlements, validates the body and gives the session its stable id; the
 // provider registered for the role creates the gateway's QP, takes it to RTS
 // (verbs::connect_rc) and answers with the QP and the memory regions the
