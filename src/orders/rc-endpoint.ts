@@ -23,7 +23,8 @@
 // packet on a soft device's socket does.
 import { randomInt } from 'node:crypto';
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
-import { Engine, type EngineOptions } from '../native/engine.js';
+import { Engine } from '../native/engine.js';
+import { checkEndpointOptions, type EndpointOptions } from './endpoint-options.js';
 import {
   Device,
   openDevice,
@@ -41,6 +42,8 @@ import {
   SendWrWord,
   WC_WORDS,
 } from '../native/verbs.js';
+
+export type { EndpointOptions } from './endpoint-options.js';
 
 /** The high word of a send's wr_id (its low word is the send slot); a receive's wr_id is its slot. */
 export const SEND_WR_ID_HIGH = 1;
@@ -90,62 +93,11 @@ export class HandshakeError extends Error {
   }
 }
 
-export interface EndpointOptions {
-  /** The gateway's control plane, e.g. http://127.0.0.1:7470 */
-  url: string;
-  /** A bearer token entitled to the role and the accounts. */
-  token: string;
-  /** For an https url: `{ ca }`, the PEM CA its certificate must chain to (default: Node's root CAs); `cert`/`key` for mutual TLS. */
-  tls?: ControlTlsOptions;
-  /** The session name: the same (token, name) is the same session (id, app_seq) across reconnects. */
-  name: string;
-  /**
-   * An engine to share (several sessions in one process); default: one of
-   * our own, driven by the JS thread, stopped by close(). One started with
-   * `startDriven()` is driven here too; one with its own thread (`start()`)
-   * keeps the QP alive while JS is busy (an RC peer gives up after about
-   * 0.5 s without ACKs) at the cost of a cross-thread call per operation and
-   * polling every turn of the event loop.
-   */
-  engine?: Engine;
-  /**
-   * A device to share, or ours to open: soft `{ address: '127.0.0.2' }` (not
-   * the gateway's own address), or ibv `{ kind: 'ibv', name: 'rxe0' }`.
-   */
-  device?: Device | OpenDeviceOptions | OpenIbvDeviceOptions;
-  /** Options of our own engine. */
-  engineOptions?: EngineOptions;
-  /** Path MTU asked for (default 1024; the smaller of the two sides is used). */
-  mtu?: PathMtu;
-  /** On 409 (the name is connected already, e.g. a client that died): close that session and open again. */
-  takeover?: boolean;
-  /** HTTP timeout (default 5000 ms). */
-  timeoutMs?: number;
-  /**
-   * After posting, busy-poll the CQ this long for the answer before leaving
-   * it to the event loop (default 50 µs; 0: never). The JS thread does
-   * nothing else meanwhile: it buys latency with CPU.
-   */
-  busyPollUs?: number;
-  /**
-   * The QP's local ACK timeout (IBA code 1..31: 4.096 µs × 2^n; default 14 ≈
-   * 67 ms) and retransmissions before the session ends (0..7, default 7): a
-   * gateway silent for (retryCnt + 1) × the timeout ends it (IBV_WC_RETRY_EXC_ERR),
-   * as the gateway's own orders.sessions.ackTimeout / retryCnt do.
-   */
-  ackTimeout?: number;
-  retryCnt?: number;
-}
 
 /** Local ACK timeout code by default, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
 const ACK_TIMEOUT = 14;
 const RETRY_CNT = 7;
 
-function checkInteger(name: string, v: number | undefined, lo: number, hi: number, unit = ''): void {
-  if (v !== undefined && !(Number.isInteger(v) && v >= lo && v <= hi)) {
-    throw new RangeError(`qpgate client: options.${name}: expected an integer ${lo} to ${hi}${unit}, got ${v}`);
-  }
-}
 /** The default busy-poll budget after a post (µs): about one round trip to a gateway on this host. */
 export const DEFAULT_BUSY_POLL_US = 50;
 /** A client on a threaded engine polls this often while it waits for nothing (unsolicited fills, cancels). */
@@ -221,12 +173,7 @@ export class RcEndpoint {
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
-    const busy = options.busyPollUs;
-    if (busy !== undefined && !(Number.isFinite(busy) && busy >= 0 && busy <= 1_000_000)) {
-      throw new RangeError(`qpgate client: options.busyPollUs: expected 0 to 1000000 µs, got ${busy}`);
-    }
-    checkInteger('ackTimeout', options.ackTimeout, 1, 31, ' (4.096 µs × 2^n)');
-    checkInteger('retryCnt', options.retryCnt, 0, 7);
+    checkEndpointOptions(options);
     let engine = options.engine;
     const ownEngine = engine === undefined;
     if (engine === undefined) {
