@@ -55,20 +55,36 @@ test('ibv_rc_pingpong and ibv_ud_pingpong on rxe complete against qpgate pingpon
     assert.equal(c.qpgate.received, ITERS, where);
     if (c.server === 'rxe') assert.equal(c.qpgate.checked, true, `the data did not come back intact: ${where}`);
     // Every packet we sent reached rxe's transport (none dropped for a bad
-    // ICRC), and everything rxe sent reached us. Our counters are read after
-    // our QP is destroyed (pingpong.ts finalCounters), rxe's after both
-    // processes exit, so both cover the whole run.
+    // ICRC), and every packet rxe sent reached our QP, except answers to our
+    // own retransmissions that come after the run: rxe ACKs each duplicate
+    // packet again (rxe_resp.c's duplicate_request, C9-105), and when the
+    // original ACK completed the last send first, pingpong has destroyed the
+    // QP when the second one comes. Such a packet counts as unknown_qpn if it
+    // lands before pingpong reads its counters (after the destroy,
+    // finalCounters), or not at all if it lands after; rxe's counters are read
+    // after both processes exit. At most one per packet we resent; any other
+    // drop reason is a defect.
     const q = c.qpgate.counters;
+    const count = (name: string): number => {
+      const v = q[name];
+      assert.ok(v !== undefined, `pingpong reported no counter ${name}: ${where}`);
+      return v;
+    };
+    const ingress = Object.fromEntries(Object.entries(q).filter(([k, v]) => k.startsWith('ingress.') && v !== 0));
     const transport = `our QP: sent_pkts=${q['qp.sent_pkts']} retransmitted_pkts=${q['qp.retransmitted_pkts']} timeouts=${q['qp.timeouts']} ` +
-      `acks_sent=${q['qp.acks_sent']} duplicate_request=${q['qp.duplicate_request']} rcvd_pkts=${q['qp.rcvd_pkts']}`;
-    assert.deepEqual(
-      { rxeRcvd: c.rxeRcvdDelta, rxeSent: c.rxeSentDelta },
-      { rxeRcvd: q['net.tx_packets'], rxeSent: q['net.rx_packets'] },
-      `rxe's rcvd_pkts/sent_pkts vs our net tx_packets/rx_packets (${transport}): ${where}`,
+      `acks_sent=${q['qp.acks_sent']} duplicate_request=${q['qp.duplicate_request']} rcvd_pkts=${q['qp.rcvd_pkts']}; ` +
+      `net tx_packets=${q['net.tx_packets']} rx_packets=${q['net.rx_packets']}; ingress ${JSON.stringify(ingress)}`;
+    assert.equal(c.rxeRcvdDelta, count('net.tx_packets'), `rxe's rcvd_pkts vs our net tx_packets (${transport}): ${where}`);
+    const lateToDestroyedQp = q['ingress.unknown_qpn'] ?? 0;
+    const neverSeen = c.rxeSentDelta - count('net.rx_packets');
+    assert.ok(neverSeen >= 0, `we received more than rxe's sent_pkts (${transport}): ${where}`);
+    assert.equal(count('ingress.delivered') + lateToDestroyedQp, count('net.rx_packets'), `a packet from rxe was dropped by our ingress (${transport}): ${where}`);
+    assert.ok(
+      lateToDestroyedQp + neverSeen <= count('qp.retransmitted_pkts'),
+      `packets from rxe that missed our QP (${lateToDestroyedQp} after its destroy, ${neverSeen} after our counters were read) beyond the ${q['qp.retransmitted_pkts']} we resent (${transport}): ${where}`,
     );
     assert.equal(c.qpgate.counters['wire.icrc_mismatch'], 0, where);
     assert.equal(c.qpgate.counters['ingress.icrc_unverifiable'], 0, `our side did not verify rxe's ICRCs: ${where}`);
-    assert.equal(c.qpgate.counters['ingress.delivered'], c.qpgate.counters['net.rx_packets'], `a packet from rxe was dropped by our ingress: ${where}`);
   }
   const dmesg = lines.find((l) => 'dmesgIcrc' in l) as { dmesgIcrc: string } | undefined;
   assert.ok(dmesg !== undefined);
