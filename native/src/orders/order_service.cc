@@ -338,8 +338,13 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
   for (std::size_t i = 0; i < n; ++i) {
     const verbs::Wc& wc = wcs[i];
     if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
-      // The QP is in ERR: the rest of the batch are flushes.
-      lose(s, now_ns, verbs::wc_status_enum_name(wc.status));
+      // The QP is in ERR: the rest of the batch are flushes. A flush first
+      // says only that the QP went to ERR with no completion of its own (a
+      // responder's remote access error): named as the state check names it,
+      // so which of the two saw it first (rxe flushes asynchronously) does not
+      // change what an operator reads.
+      const bool flushed = wc.status == verbs::WcStatus::IBV_WC_WR_FLUSH_ERR;
+      lose(s, now_ns, flushed ? kEndedByQpError : verbs::wc_status_enum_name(wc.status));
       break;
     }
     if (verbs::RcChannel::is_send(wc)) continue;  // its slot is free again
@@ -391,8 +396,8 @@ bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_
       lose(*s, now_ns, name);
       return true;
     }
-    // Its flushed receives were polled first: the event says why the QP went to ERR.
-    if (s->ended_by == verbs::wc_status_enum_name(verbs::WcStatus::IBV_WC_WR_FLUSH_ERR)) s->ended_by = name;
+    // Its flushed receives or the state check came first: the event says why the QP went to ERR.
+    if (s->ended_by == kEndedByQpError) s->ended_by = name;
     return false;
   }
   return false;
