@@ -24,6 +24,15 @@
 // cancel-on-disconnect), 'reject' (a Reject no request claims), 'gap'
 // (app_seqs the gateway could no longer resend), 'disconnect' (the QP failed;
 // call reconnect()).
+//
+// Liveness: an RC requester learns that its peer is gone only from a request
+// that goes unanswered, so a session with nothing in flight would never see a
+// killed gateway or a session the gateway ended. Every keepaliveMs, when
+// nothing is in flight, the client READs 8 bytes of its own risk.local page
+// (docs/protocol.md §3.4): one-sided, served by the gateway's transport (or
+// its NIC) with no receive consumed and no order-engine work. A gateway that
+// stopped answering fails it with IBV_WC_RETRY_EXC_ERR after
+// (retryCnt + 1) × the ACK timeout, and the client emits 'disconnect'.
 import { EventEmitter } from 'node:events';
 import { WC_STATUS_NAMES, WC_WORDS, WcWord } from '../native/verbs.js';
 import {
@@ -59,7 +68,17 @@ export interface OrderClientOptions extends EndpointOptions {
   maxMessageBytes?: number;
   /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
   helloTimeoutMs?: number;
+  /**
+   * With nothing in flight, probe the session this often with a one-sided
+   * READ (default 1000 ms; 0: never). A dead gateway or an ended session is
+   * seen within keepaliveMs + (retryCnt + 1) × the ACK timeout (≈ 1.5 s by default).
+   */
+  keepaliveMs?: number;
 }
+
+/** The high word of the keepalive READ's wr_id. */
+const KEEPALIVE_WR_ID_HIGH = 2;
+const DEFAULT_KEEPALIVE_MS = 1000;
 
 export type NewOrderAnswer = Ack | Reject;
 export type CancelAnswer = CancelAck | Reject;
@@ -80,6 +99,8 @@ export interface OrderClientStats {
   duplicates: number;
   gaps: number;
   reconnects: number;
+  /** Keepalive READs answered. */
+  keepalives: number;
   inFlight: number;
   queued: number;
 }
@@ -101,7 +122,11 @@ export class OrderClient extends EventEmitter {
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
   #catchUp: { target: bigint; resolve: () => void } | undefined;
   #reconnecting: Promise<void> | undefined;
-  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, inFlight: 0, queued: 0 };
+  /** The send slot the keepalive READ lands in: the last one, never in #freeSend. */
+  readonly #keepaliveSlot: number;
+  #keepaliveTimer: NodeJS.Timeout | undefined;
+  #keepaliveOutstanding = false;
+  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, keepalives: 0, inFlight: 0, queued: 0 };
 
   private constructor(ep: RcEndpoint, options: OrderClientOptions) {
     super();
@@ -109,6 +134,7 @@ export class OrderClient extends EventEmitter {
     this.#options = options;
     this.#window = options.window ?? 64;
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
+    this.#keepaliveSlot = ep.shape.sendSlots - 1;
     // Answers, fills and cancels: polled at the engine's wake-ups (a packet, a
     // deadline) and after our posts. A busy-poll ends when a request (or the
     // Hello) is settled, not at the first message: a trade's Fill may come
@@ -119,18 +145,23 @@ export class OrderClient extends EventEmitter {
         this.#poll();
         return !this.#connected || this.#settled !== settled;
       },
-      () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#ep.shape.sendSlots,
+      () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#keepaliveSlot,
     );
   }
 
   /** Creates the endpoint, opens the session and resynchronises (Hello → Welcome → resend). */
   static async connect(options: OrderClientOptions): Promise<OrderClient> {
     const window = options.window ?? 64;
+    const keepaliveMs = options.keepaliveMs ?? DEFAULT_KEEPALIVE_MS;
+    if (!(Number.isInteger(keepaliveMs) && keepaliveMs >= 0 && keepaliveMs <= 3_600_000)) {
+      throw new RangeError(`qpgate client: options.keepaliveMs: expected an integer 0 to 3600000 ms, got ${keepaliveMs}`);
+    }
     const ep = await RcEndpoint.create(options, {
       role: 'trading',
       accounts: options.accounts.map((a) => BigInt(a)),
       recvSlots: options.recvDepth ?? 512,
-      sendSlots: window + 8,
+      // The window, the Hello and a margin; the last slot is the keepalive's.
+      sendSlots: window + 8 + 1,
       slotBytes: options.maxMessageBytes ?? 512,
       maxRdAtomic: 1,
     });
@@ -140,6 +171,10 @@ export class OrderClient extends EventEmitter {
     } catch (err) {
       await client.#release();
       throw err;
+    }
+    if (keepaliveMs > 0) {
+      client.#keepaliveTimer = setInterval(() => client.#probe(), keepaliveMs);
+      client.#keepaliveTimer.unref();
     }
     return client;
   }
@@ -208,6 +243,7 @@ export class OrderClient extends EventEmitter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#keepaliveTimer);
     if (this.#connected) await this.#ep.closeSession();
     this.#connected = false;
     const err = new Error('qpgate client: closed');
@@ -219,12 +255,27 @@ export class OrderClient extends EventEmitter {
 
   // ---------------------------------------------------------------- connection
 
+  // A handshake, Hello or catch-up that fails leaves the client disconnected
+  // (no QP, `connected` false), its pending requests kept for the next reconnect().
   async #establish(): Promise<void> {
+    try {
+      await this.#handshakeAndResync();
+    } catch (err) {
+      this.#connected = false;
+      this.#welcome = undefined;
+      this.#catchUp = undefined;
+      this.#ep.dropQp();
+      throw err;
+    }
+  }
+
+  async #handshakeAndResync(): Promise<void> {
     this.#connected = false;
     this.#drainStale();
-    const { recvSlots, sendSlots } = this.#ep.shape;
+    const { recvSlots } = this.#ep.shape;
+    this.#keepaliveOutstanding = false;
     this.#freeSend.length = 0;
-    for (let j = 0; j < sendSlots; j++) this.#freeSend.push(j);
+    for (let j = 0; j < this.#keepaliveSlot; j++) this.#freeSend.push(j);
     this.#ep.dropQueuedSends();
     // Everything sent before is unanswered as far as we know: resent after the catch-up.
     this.#inFlight = 0;
@@ -275,6 +326,31 @@ export class OrderClient extends EventEmitter {
       this.#enqueueSend(encodeHello(this.#lastAppSeq));
       this.#flush();
     });
+  }
+
+  // One READ of our own risk.local page when nothing is in flight: its ACK
+  // timeout and retries are what tell a dead gateway from a quiet one.
+  #probe(): void {
+    if (this.#closed || !this.#connected || this.#keepaliveOutstanding) return;
+    if (this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined) return;
+    const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local' && r.access.includes('REMOTE_READ'));
+    if (page === undefined) return;
+    try {
+      this.#ep.qp.postSend([
+        {
+          wrId: BigInt(KEEPALIVE_WR_ID_HIGH) << 32n,
+          opcode: 'RDMA_READ',
+          sgList: [this.#ep.mr.sge(this.#ep.sendOffset(this.#keepaliveSlot), 8)],
+          remoteAddr: page.addr,
+          rkey: page.rkey,
+        },
+      ]);
+    } catch (err) {
+      this.#lost(`keepalive post failed: ${(err as Error).message}`);
+      return;
+    }
+    this.#keepaliveOutstanding = true;
+    this.#ep.kick();
   }
 
   // Completions of a QP we dropped: nothing to learn from them.
@@ -366,8 +442,17 @@ export class OrderClient extends EventEmitter {
     let received = 0;
     for (let o = 0; o < n * WC_WORDS; o += WC_WORDS) {
       if (w[o + WcWord.qpNum] !== qpn) continue;
-      const isSend = w[o + WcWord.wrIdHigh] === SEND_WR_ID_HIGH;
       const status = w[o + WcWord.status]!;
+      if (w[o + WcWord.wrIdHigh] === KEEPALIVE_WR_ID_HIGH) {
+        this.#keepaliveOutstanding = false;
+        if (status !== 0) {
+          this.#lost(`keepalive READ completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}: the gateway stopped answering`);
+          return received;
+        }
+        this.#stats.keepalives++;
+        continue;
+      }
+      const isSend = w[o + WcWord.wrIdHigh] === SEND_WR_ID_HIGH;
       if (status !== 0) {
         this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`);
         return received;
