@@ -13,7 +13,9 @@
 //            Node dgram (--impl dgram: encodeMessage, FramePacker, dgram
 //            multicast, parseFrame, decodeMessage), one process each, at the
 //            same offered rates; and --impl qpgate-batch, the batch APIs
-//            (MessageBatch + publishBatch() -> subscribe() onBatch -> decode(i)).
+//            (MessageBatch + publishBatch() -> subscribe() onBatch -> decode(i));
+//            each qpgate path both with the engine on its own thread and
+//            driven from the JS thread (--engine driven: no second thread).
 //
 // Latency is from each tick's scheduled send time (a paced sender; no
 // coordinated omission) to the subscriber reading it, CLOCK_MONOTONIC in
@@ -39,7 +41,12 @@ const { quick, runs, buildDir, jsonOut } = parseBenchArgs(process.argv.slice(2),
 const benchBin = (name: string): string => path.join(buildDir, 'bench', name);
 const tsPath = path.join(root, 'dist/bench/feed/ts-path.js');
 // Path 2's rows: the message API, the batch API (publishBatch + onBatch), Node dgram.
-const TS_IMPLS = ['qpgate', 'qpgate-batch', 'dgram'] as const;
+// Each TS path: its --impl and --engine (the qpgate ones on an engine thread, and driven from the JS thread).
+const TS_IMPLS = ['qpgate', 'qpgate-batch', 'qpgate driven', 'qpgate-batch driven', 'dgram'] as const;
+const tsArgs = (label: string): string[] => {
+  const [impl, mode] = label.split(' ');
+  return ['--impl', impl!, '--engine', mode ?? 'thread'];
+};
 
 const L = {
   seconds: quick ? 0.2 : 1,
@@ -106,7 +113,7 @@ for (let run = 0; run < runs; run++) {
         `ts ${impl} ${rate}`,
         // Not pinned: the engine's thread and the JS thread each need a CPU.
         runFeed(`TS ${impl} ${rate}/s`, process.execPath, [
-          tsPath, '--impl', impl, '--rate', String(rate), '--seconds', String(L.seconds),
+          tsPath, ...tsArgs(impl), '--rate', String(rate), '--seconds', String(L.seconds),
           '--warmup', String(L.warmup), '--group', `239.79.${1 + (run % 200)}.${rate === 10_000 ? 1 : rate === 100_000 ? 2 : 3}`,
           '--port', String(25991 + run), '--pub-addr', `127.79.${1 + (run % 200)}.1`, '--sub-addr', `127.79.${1 + (run % 200)}.2`,
         ]),

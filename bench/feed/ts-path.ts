@@ -6,6 +6,10 @@
 //   --impl qpgate-batch  the batch APIs: each pass's ticks added to one
 //                  MessageBatch (encoded there) and sent with publishBatch();
 //                  subscribe() with onBatch, decode(i) read in place
+//   --engine thread|driven  for the qpgate impls: the engine on its own
+//                  pinned thread (default), or driven from the JS thread
+//                  (Engine.startDriven: no second thread, publish() runs the
+//                  duty cycles inline)
 //   --impl dgram   the same encodeMessage, FramePacker frames sent with a
 //                  dgram socket to the multicast group, a dgram socket
 //                  joined to it parsing frames (parseFrame) and decoding
@@ -36,6 +40,7 @@ function opt(name: string, def: string): string {
   return i >= 0 && i + 1 < args.length ? (args[i + 1] as string) : def;
 }
 const impl = opt('impl', 'qpgate');
+const engineMode = opt('engine', 'thread');
 const rate = Number(opt('rate', '10000'));
 const seconds = Number(opt('seconds', '1'));
 const warmup = Number(opt('warmup', '0.2'));
@@ -45,6 +50,7 @@ const pubAddr = opt('pub-addr', '127.79.0.1');
 const subAddr = opt('sub-addr', '127.79.0.2');
 if (impl !== 'qpgate' && impl !== 'qpgate-batch' && impl !== 'dgram') throw new Error('--impl qpgate|qpgate-batch|dgram');
 if (!(rate > 0)) throw new Error('--rate > 0');
+if (engineMode !== 'thread' && engineMode !== 'driven') throw new Error('--engine thread|driven');
 
 const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000_000, numberOfSignificantValueDigits: 3 });
 // Set when the sender starts (after the engine, devices and sockets are up).
@@ -135,7 +141,8 @@ async function publishBatched(pub: FeedPublisher, batch: MessageBatch, ticks: Du
 
 async function runQpgate(batched: boolean): Promise<Record<string, number | string>> {
   const engine = new Engine({ toEngineCapacity: 1 << 22, fromEngineCapacity: 1 << 22, hugePages: false, idle: 'backoff' });
-  await engine.start();
+  if (engineMode === 'driven') await engine.startDriven();
+  else await engine.start();
   const pub = createPublisher(engine, openFeedDevice(engine, { address: pubAddr }), { channels: [{ id: 1, groupA: group }] });
   const sub = await subscribe({
     engine,
@@ -226,7 +233,7 @@ const recvWindow = Number(lastRecv - firstRecv) / 1e9;
 const us = (p: number): number => histogram.getValueAtPercentile(p) / 1000;
 process.stdout.write(
   `RESULT ${JSON.stringify({
-    bench: `feed_ts_${impl}`,
+    bench: impl === 'dgram' || engineMode === 'thread' ? `feed_ts_${impl}` : `feed_ts_${impl}_driven`,
     rate,
     clock: 'CLOCK_MONOTONIC (process.hrtime.bigint)',
     sent,

@@ -80,3 +80,39 @@ test('a control call from another thread rings the doorbell and the event loop r
     await engine.stop();
   }
 });
+
+// A publish on a driven engine runs the cycles it needs there and then: the
+// frame the feed agent posts is sent by the device agent in that cycle, and a
+// subscriber on the same engine takes it from its CQ in the next. No socket
+// is left readable to wake the event loop for that next cycle, so with one
+// cycle per publish the message waited for the next publish or a protocol
+// timer (bench/feed/ts-path.ts --engine driven: a p50 of one publish interval).
+test('a message published on a driven engine reaches a subscriber on it within two turns of the event loop, with nothing else happening', async () => {
+  const { createPublisher } = await import('../../src/feed/publisher.js');
+  const { subscribe } = await import('../../src/feed/subscriber.js');
+  const { openFeedDevice } = await import('../../src/feed/native.js');
+  const { MessageType, encodeMessage } = await import('../../src/feed/messages.js');
+  const engine = new Engine(options);
+  await engine.startDriven();
+  const group = '239.78.97.1';
+  const pub = createPublisher(engine, openFeedDevice(engine, { address: freeLoopbackAddress() }), { channels: [{ id: 1, groupA: group, heartbeatMs: 3_600_000 }] });
+  const got: number[] = [];
+  const sub = await subscribe({ engine, device: { address: freeLoopbackAddress() }, channels: [{ id: 1, groupA: group }], onMessage: (m) => got.push(m.instrumentId) });
+  try {
+    // Settle: the join, the first frames (the publisher's snapshot and heartbeats) and their deliveries.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    got.length = 0;
+    for (let i = 1; i <= 3; i++) {
+      const cyclesBefore = engine.stats().dutyCycles;
+      pub.publish(1, [encodeMessage({ type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 100 + i, bidPrice: 1, askPrice: 2 } })]);
+      assert.ok(engine.stats().dutyCycles - cyclesBefore >= 2, 'publish() ran the cycle that sent the frame and the one that took it in');
+      // The frame is in the fromEngine ring: its wake-up is delivered on the next turn.
+      for (let turn = 0; turn < 2 && !got.includes(100 + i); turn++) await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(got.includes(100 + i), `message ${i} delivered within two turns (got ${JSON.stringify(got)})`);
+    }
+  } finally {
+    pub.close();
+    await sub.close();
+    await engine.stop();
+  }
+});
