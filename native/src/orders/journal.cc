@@ -332,8 +332,12 @@ bool Journal::follow_syncer() {
     failed_ = true;
     failure_ = syncer_->failure();
   }
-  stats_.syncs = syncer_->syncs();
+  // The watermark first: the syncer counts a sync before it publishes its
+  // offset (release), so the count read after acquiring the offset includes
+  // the sync that made it durable. Read the other way round, a sync landing
+  // between the two loads showed a durable record with no sync counted.
   const std::uint64_t d = syncer_->durable();
+  stats_.syncs = syncer_->syncs();
   if (d <= durable_) return false;
   durable_ = d;
   return true;

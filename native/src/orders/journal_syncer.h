@@ -40,6 +40,7 @@ class JournalSyncer {
   // Set once: what failed (then nothing more becomes durable).
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   std::string failure() const;
+  // Counted before durable() is published: read durable() first to see its sync.
   std::uint64_t syncs() const noexcept { return syncs_.load(std::memory_order_relaxed); }
 
  private:
