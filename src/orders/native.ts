@@ -91,7 +91,9 @@ export interface NativeOrderStats {
   resendRebuildFailures: number;
   /** Why the last of them failed ("session 7: ..."); '' until one has. */
   lastRebuildFailure: string;
-  /** Time those rebuilds took on the rebuild worker (never the engine thread), ns. */
+  /** Journal replays those rebuilds took: one serves every rebuild queued when it starts. */
+  resendRebuildReplays: number;
+  /** Time those replays took on the rebuild worker (never the engine thread), ns. */
   resendRebuildNs: number;
   /** Memory of the connected sessions' resend stores, bytes (closed sessions hold none). */
   resendBytes: number;

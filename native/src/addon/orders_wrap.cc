@@ -226,6 +226,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
               {"resendGaps", c.resend_gaps.get()},
               {"resendRebuilds", c.resend_rebuilds.get()},
               {"resendRebuildFailures", c.resend_rebuild_failures.get()},
+              {"resendRebuildReplays", c.resend_rebuild_replays.get()},
               {"resendRebuildNs", c.resend_rebuild_ns.get()},
               {"resendBytes", s.resend_bytes()},
               {"cqOverflows", c.cq_overflows.get()},

@@ -114,13 +114,15 @@ class OrderHandler final : private BookListener {
   // Replays the journal's records up to `end` (the live journal's
   // written_position()) through a handler of its own built from `config`,
   // handing each record's messages to `visit` as on_replayed gets them at
-  // open (Reject texts empty; feed events must not be published). The
+  // open (Reject texts empty; feed events must not be published), with the
+  // journal offset the record starts at. The
   // session service rebuilds from it what a session whose resend store was
   // freed may ask to have resent (resend_rebuilder.h). False + `error` if the
   // file cannot be read back, or when `visit` returns false (it stops there).
   // Any thread: it shares nothing with the live handler but the file.
   static bool replay_messages(const HandlerConfig& config, std::uint64_t end,
-                              const std::function<bool(const OutBuffer&)>& visit, std::string& error);
+                              const std::function<bool(const OutBuffer&, std::uint64_t record_at)>& visit,
+                              std::string& error);
 
   // One SEND received from `session`.
   void on_message(std::uint32_t session, std::span<const std::uint8_t> bytes, std::uint64_t now_ns, OutBuffer& out);

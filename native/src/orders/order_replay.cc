@@ -128,7 +128,8 @@ void OrderHandler::replay_risk_words(const RiskWordsRecord& r) {
 
 
 bool OrderHandler::replay_messages(const HandlerConfig& config, std::uint64_t end,
-                                   const std::function<bool(const OutBuffer&)>& visit, std::string& error) {
+                                   const std::function<bool(const OutBuffer&, std::uint64_t)>& visit,
+                                   std::string& error) {
   // The key decides where an id is kept, never what is answered; a random
   // one, as open() takes, so that ids picked to collide cannot slow this replay.
   SipKey key;
@@ -139,9 +140,9 @@ bool OrderHandler::replay_messages(const HandlerConfig& config, std::uint64_t en
     OrderHandler h(config, key);
     return Journal::replay_written(
         config.journal.path, end,
-        [&h, &visit](std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t, std::string& why) {
+        [&h, &visit](std::uint16_t type, std::span<const std::uint8_t> payload, std::uint64_t at, std::string& why) {
           if (!h.replay(type, payload, why)) return false;
-          if (visit(h.replay_out_)) return true;
+          if (visit(h.replay_out_, at)) return true;
           why = "stopped by its reader";
           return false;
         },

@@ -118,7 +118,10 @@ int OrderService::finish_rebuilds() {
 }
 
 void OrderService::finish_rebuild(RebuildResult& r) {
-  counters_.resend_rebuild_ns.add(r.took_ns);
+  if (r.ran_replay) {
+    counters_.resend_rebuild_replays.add();
+    counters_.resend_rebuild_ns.add(r.took_ns);
+  }
   if (!r.ok && !r.cancelled) {
     // What could not be rebuilt is counted again by queue_resends, as resend gaps.
     counters_.resend_rebuild_failures.add();

@@ -140,7 +140,8 @@ struct ServiceCounters {
   engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
   engine::SingleWriterCounter resend_rebuilds;      // Hellos whose missed messages were rebuilt from the journal
   engine::SingleWriterCounter resend_rebuild_failures;  // rebuilds that could not read the journal back
-  engine::SingleWriterCounter resend_rebuild_ns;    // time the rebuilds took (the rebuild worker's)
+  engine::SingleWriterCounter resend_rebuild_replays;  // journal replays they took: one serves every rebuild queued when it starts
+  engine::SingleWriterCounter resend_rebuild_ns;    // time those replays took (the rebuild worker's)
   engine::SingleWriterCounter cq_overflows;
   engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
   engine::SingleWriterCounter order_events;         // order events handed to the sink

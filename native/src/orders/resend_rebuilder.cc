@@ -52,12 +52,22 @@ void ResendRebuilder::cancel(std::uint64_t job_id) {
   std::lock_guard lock(mutex_);
   // A job that already finished is not remembered: run() would never erase its id.
   const bool queued = std::any_of(queue_.begin(), queue_.end(), [&](const RebuildJob& j) { return j.id == job_id; });
-  if (queued || job_id == running_) cancelled_.push_back(job_id);
+  const bool running = std::find(running_.begin(), running_.end(), job_id) != running_.end();
+  if (queued || running) cancelled_.push_back(job_id);
 }
 
-bool ResendRebuilder::cancelled(std::uint64_t job_id) const {
-  std::lock_guard lock(mutex_);
+bool ResendRebuilder::cancelled_locked(std::uint64_t job_id) const {
   return stop_ || std::find(cancelled_.begin(), cancelled_.end(), job_id) != cancelled_.end();
+}
+
+bool ResendRebuilder::mark_cancelled(std::vector<RebuildResult>& results) const {
+  std::lock_guard lock(mutex_);
+  bool wanted = false;
+  for (RebuildResult& r : results) {
+    if (!r.cancelled && cancelled_locked(r.job.id)) r.cancelled = true;
+    wanted = wanted || (!r.cancelled && r.store != nullptr);
+  }
+  return wanted;
 }
 
 std::size_t ResendRebuilder::cancellations_pending() const {
@@ -82,48 +92,85 @@ void ResendRebuilder::run() {
   for (;;) {
     work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_
-    const RebuildJob job = queue_.front();
-    queue_.pop_front();
-    RebuildResult result{job, false, true, {}, nullptr, 0};
-    if (std::find(cancelled_.begin(), cancelled_.end(), job.id) == cancelled_.end()) {
-      running_ = job.id;
-      lock.unlock();
-      result = rebuild(job);
-      lock.lock();
-      running_ = 0;
+    std::vector<RebuildJob> batch;
+    for (; !queue_.empty(); queue_.pop_front()) {
+      const RebuildJob& job = queue_.front();
+      if (!cancelled_locked(job.id)) {
+        batch.push_back(job);
+        running_.push_back(job.id);
+        continue;
+      }
+      std::erase(cancelled_, job.id);
+      done_.push_back(RebuildResult{job, false, true, {}, nullptr, 0, false});
     }
-    std::erase(cancelled_, job.id);
-    done_.push_back(std::move(result));
+    std::vector<RebuildResult> results;
+    if (!batch.empty()) {
+      lock.unlock();
+      results = rebuild(batch);
+      lock.lock();
+    }
+    running_.clear();
+    for (RebuildResult& r : results) {
+      std::erase(cancelled_, r.job.id);
+      done_.push_back(std::move(r));
+    }
     done_ready_.store(true, std::memory_order_release);
   }
 }
 
-RebuildResult ResendRebuilder::rebuild(const RebuildJob& job) {
+std::vector<RebuildResult> ResendRebuilder::rebuild(const std::vector<RebuildJob>& batch) {
   const std::uint64_t started = qpgate::monotonic_ns();
-  RebuildResult r{job, false, false, {}, nullptr, 0};
-  try {
-    r.store = std::make_unique<ResendStore>(resend_capacity_);
-  } catch (const std::bad_alloc&) {
-    r.error = "out of memory for the resend store";
-    return r;
+  std::vector<RebuildResult> results;
+  results.reserve(batch.size());
+  std::uint64_t end = 0;
+  for (const RebuildJob& job : batch) {
+    RebuildResult& r = results.emplace_back(RebuildResult{job, false, false, {}, nullptr, 0, false});
+    try {
+      r.store = std::make_unique<ResendStore>(resend_capacity_);
+    } catch (const std::bad_alloc&) {
+      r.error = "out of memory for the resend store";
+      continue;
+    }
+    end = std::max(end, job.end);
   }
-  ResendStore& store = *r.store;
-  // Checking for a cancel costs a lock: every 1024 records is often enough
-  // to stop within a millisecond or so.
-  std::uint32_t records = 0;
-  r.ok = OrderHandler::replay_messages(
-      config_, job.end,
-      [&](const OutBuffer& out) {
-        for (const OutMessage& m : out.messages()) {
-          if (m.session == job.session && m.app_seq >= job.from) store.put(m.app_seq, out.bytes_of(m));
-        }
-        if (++records % 1024 != 0 || !cancelled(job.id)) return true;
-        r.cancelled = true;
-        return false;
-      },
-      r.error);
-  r.took_ns = qpgate::monotonic_ns() - started;
-  return r;
+  // Each message goes to the jobs of its session: found by binary search, as
+  // a batch may hold every session of the gateway.
+  std::vector<std::pair<std::uint32_t, std::size_t>> by_session;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].store != nullptr) by_session.emplace_back(results[i].job.session, i);
+  }
+  std::sort(by_session.begin(), by_session.end());
+  std::string error;
+  bool ok = true;
+  if (!by_session.empty()) {
+    // Checking for cancels costs a lock: every 1024 records is often enough
+    // to stop within a millisecond or so.
+    std::uint32_t records = 0;
+    ok = OrderHandler::replay_messages(
+        config_, end,
+        [&](const OutBuffer& out, std::uint64_t record_at) {
+          for (const OutMessage& m : out.messages()) {
+            auto [it, last] = std::equal_range(by_session.begin(), by_session.end(), std::pair{m.session, std::size_t{0}},
+                                               [](const auto& a, const auto& b) { return a.first < b.first; });
+            for (; it != last; ++it) {
+              RebuildResult& r = results[it->second];
+              if (record_at < r.job.end && m.app_seq >= r.job.from && !r.cancelled) r.store->put(m.app_seq, out.bytes_of(m));
+            }
+          }
+          return ++records % 1024 != 0 || mark_cancelled(results);
+        },
+        error);
+  }
+  mark_cancelled(results);
+  const std::uint64_t took = qpgate::monotonic_ns() - started;
+  for (RebuildResult& r : results) {
+    r.took_ns = took;
+    if (r.cancelled || r.store == nullptr) continue;
+    r.ok = ok;
+    if (!ok) r.error = error;
+  }
+  results.front().ran_replay = !by_session.empty();
+  return results;
 }
 
 }  // namespace qpgate::orders

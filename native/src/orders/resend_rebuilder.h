@@ -11,11 +11,16 @@
 // asks, here, and picks the finished store up in a later duty cycle; the
 // session's sequenced messages wait behind its Welcome until then.
 //
-// One worker thread, one job at a time, in the order asked, at a lower
-// priority than the engine (nice kWorkerNice): a rebuild must never take the
-// CPU from the duty cycle on a 2-CPU host. A job whose session went away is
-// cancelled: the replay stops at its next record. Neither side waits for the
-// other: ask() and take_done() hold the lock only to move a job.
+// One worker thread at a lower priority than the engine (nice kWorkerNice):
+// a rebuild must never take the CPU from the duty cycle on a 2-CPU host.
+// One replay serves every job queued when it starts: after a restart each
+// reconnecting session needs one, and replaying the journal once per session
+// made the last of 8 wait for 8 in a row. Each
+// job keeps its session's messages from records before its own `end`; a job
+// asked during a replay waits for the next one. A job whose session went
+// away is cancelled, and the replay stops once no job of it is wanted.
+// Neither side waits for the other: ask() and take_done() hold the lock only
+// to move jobs.
 #pragma once
 
 #include <atomic>
@@ -46,7 +51,8 @@ struct RebuildResult {
   bool cancelled = false;
   std::string error;                     // why, when !ok
   std::unique_ptr<ResendStore> store;    // the session's messages from job.from on (the newest capacity of them)
-  std::uint64_t took_ns = 0;             // the worker's time for it
+  std::uint64_t took_ns = 0;             // the worker's time for the replay that served it (shared by its batch)
+  bool ran_replay = false;               // the first result of its replay: count the replay and took_ns once
 };
 
 class ResendRebuilder {
@@ -73,8 +79,11 @@ class ResendRebuilder {
 
  private:
   void run();
-  RebuildResult rebuild(const RebuildJob& job);
-  bool cancelled(std::uint64_t job_id) const;
+  // One replay for the batch; a result per job, in its order.
+  std::vector<RebuildResult> rebuild(const std::vector<RebuildJob>& batch);
+  // Marks the results whose job was cancelled since; false when none is still wanted.
+  bool mark_cancelled(std::vector<RebuildResult>& results) const;
+  bool cancelled_locked(std::uint64_t job_id) const;
 
   const HandlerConfig config_;
   const std::uint32_t resend_capacity_;
@@ -84,7 +93,7 @@ class ResendRebuilder {
   std::condition_variable work_;
   std::deque<RebuildJob> queue_;          // guarded by mutex_
   std::vector<std::uint64_t> cancelled_;  // guarded by mutex_: ids queued or running and cancelled
-  std::uint64_t running_ = 0;             // guarded by mutex_: the job the worker is rebuilding (0: none)
+  std::vector<std::uint64_t> running_;    // guarded by mutex_: the jobs the worker's replay serves
   std::vector<RebuildResult> done_;       // guarded by mutex_
   bool stop_ = false;                     // guarded by mutex_
   std::thread thread_;

@@ -4,7 +4,9 @@
 // session_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -259,6 +261,81 @@ TEST(ResendRebuilder, CancellingAFinishedJobLeavesNothingBehind) {
   }
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(rebuilder.cancellations_pending(), 0u);
+  EXPECT_EQ(rebuilder.outstanding(), 0u);
+}
+
+// After a restart every session that reconnects needs a rebuild, each a
+// replay of the whole journal. One replay serves all the jobs queued when it
+// starts (resend_rebuilder.h): eight sessions asking together cost the first
+// one replay and the other seven at most one more, not eight. Each job gets
+// its own session's messages, from its own `from`, of records before its own
+// `end`, byte for byte as the live handler made them.
+TEST(ResendRebuilder, OneReplayServesEveryJobQueuedWhenItStarts) {
+  TempDir dir;
+  HandlerConfig config = small_config(dir.file("journal"));
+  config.journal.sync = SyncPolicy::kNoSync;  // 40,000 fdatasyncs would be the test's whole time
+  config.client_order_id_capacity = 1 << 17;
+  constexpr std::uint32_t kSessions = 8;
+  for (std::uint32_t s = 3; s <= kSessions; ++s) {
+    config.sessions.push_back(SessionConfig{s, {s % 2 == 1 ? kAccountA : kAccountB}, ThrottleConfig{0, 1}, true});
+  }
+  std::string error;
+  std::unique_ptr<OrderHandler> live = OrderHandler::open(config, error);
+  ASSERT_TRUE(live) << error;
+  // Odd sessions buy, even ones sell, in turn: every pair trades (an Ack and
+  // a Fill each), so the book stays empty however long the journal grows.
+  std::map<std::uint32_t, std::map<std::uint64_t, std::vector<std::uint8_t>>> made;
+  std::uint64_t halfway = 0;
+  constexpr int kOrders = 40'000;
+  for (int i = 0; i < kOrders; ++i) {
+    const std::uint32_t s = 1 + static_cast<std::uint32_t>(i) % kSessions;
+    const std::uint64_t clid = 1 + static_cast<std::uint64_t>(i) / kSessions;
+    const NewOrder o = s % 2 == 1 ? buy(clid, 100, 1, kAccountA) : sell(clid, 100, 1, kAccountB);
+    OutBuffer out;
+    live->on_message(s, bytes_of(o), 1'000'000'000, out);
+    for (const OutMessage& m : out.messages()) {
+      const auto b = out.bytes_of(m);
+      if (m.app_seq != 0) made[m.session][m.app_seq].assign(b.begin(), b.end());
+    }
+    if (i == kOrders / 2 - 1) {
+      ASSERT_TRUE(live->write_out());
+      halfway = live->journal().written_position();
+    }
+  }
+  ASSERT_TRUE(live->write_out());
+  const std::uint64_t end = live->journal().written_position();
+  ASSERT_EQ(made[1].rbegin()->first, 2u * kOrders / kSessions) << "an Ack and a Fill per order";
+
+  constexpr std::uint32_t kCapacity = 1 << 14;
+  ResendRebuilder rebuilder(config, kCapacity);
+  // Session 3 asked when the journal was half written: nothing after that is its rebuild's.
+  for (std::uint32_t s = 1; s <= kSessions; ++s) rebuilder.ask(RebuildJob{s, s, 10 * s, s == 3 ? halfway : end});
+  std::vector<RebuildResult> done;
+  for (int i = 0; i < 60'000 && done.size() < kSessions; ++i) {
+    for (RebuildResult& r : rebuilder.take_done()) done.push_back(std::move(r));
+    if (done.size() < kSessions) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(done.size(), kSessions);
+  int replays = 0;
+  for (const RebuildResult& r : done) {
+    if (r.ran_replay) {
+      ++replays;
+      std::printf("# a replay of %llu journal bytes served %s in %.0f ms\n", static_cast<unsigned long long>(end),
+                  r.job.id == 1 ? "the first job" : "the jobs behind it", static_cast<double>(r.took_ns) / 1e6);
+    }
+    ASSERT_TRUE(r.ok) << "session " << r.job.session << ": " << r.error;
+    const std::uint32_t s = r.job.session;
+    const std::uint64_t last = s == 3 ? 2u * kOrders / 2 / kSessions : made[s].rbegin()->first;
+    EXPECT_EQ(r.store->first(), r.job.from) << "session " << s;
+    EXPECT_EQ(r.store->last(), last) << "session " << s;
+    for (std::uint64_t seq = r.job.from; seq <= last; ++seq) {
+      const auto b = r.store->get(seq);
+      ASSERT_TRUE(std::equal(b.begin(), b.end(), made[s][seq].begin(), made[s][seq].end()))
+          << "session " << s << " app_seq " << seq;
+    }
+  }
+  EXPECT_GE(replays, 1);
+  EXPECT_LE(replays, 2) << "the first job's replay, then one for the seven queued behind it";
   EXPECT_EQ(rebuilder.outstanding(), 0u);
 }
 
