@@ -17,6 +17,11 @@ QPGATE_ORDERS_SESSION_LIMITS(QPGATE_X)
 
 namespace {
 
+// What ended a session whose QP left RTS with no completion of its own: the
+// periodic state check's words, also for a flush seen first (a responder's
+// remote access error ends in ERR either way).
+std::string ended_by_state(verbs::QpState state) { return "QP state " + std::string(verbs::qp_state_name(state)); }
+
 std::string out_of_range(const char* name, std::uint32_t v, std::uint32_t lo, std::uint32_t hi) {
   if (v >= lo && v <= hi) return "";
   return std::string{name} + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::to_string(v);
@@ -347,7 +352,7 @@ int OrderService::poll_session(RcSession& s, std::uint64_t now_ns) {
       // so which of the two saw it first (rxe flushes asynchronously) does not
       // change what an operator reads.
       const bool flushed = wc.status == verbs::WcStatus::IBV_WC_WR_FLUSH_ERR;
-      lose(s, now_ns, flushed ? kEndedByQpError : verbs::wc_status_enum_name(wc.status));
+      lose(s, now_ns, flushed ? ended_by_state(verbs::QpState::ERR) : std::string(verbs::wc_status_enum_name(wc.status)));
       break;
     }
     if (verbs::RcChannel::is_send(wc)) continue;  // its slot is free again
@@ -400,7 +405,7 @@ bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_
       return true;
     }
     // Its flushed receives or the state check came first: the event says why the QP went to ERR.
-    if (s->ended_by == kEndedByQpError) s->ended_by = name;
+    if (s->ended_by == ended_by_state(verbs::QpState::ERR)) s->ended_by = name;
     return false;
   }
   return false;
@@ -470,7 +475,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
       // Its completions first: an error among them says why better than the state does.
       if (s.state() != verbs::QpState::RTS) {
         poll_session(s, now_ns);
-        if (!s.disconnected) lose(s, now_ns, std::string("QP state ") + std::string(verbs::qp_state_name(s.state())));
+        if (!s.disconnected) lose(s, now_ns, ended_by_state(s.state()));
       }
     }
   }

@@ -195,9 +195,6 @@ class OrderService {
  private:
   static constexpr std::size_t kPollBatch = 32;
   static constexpr std::uint64_t kStateCheckNs = 10'000'000;
-  // What ended a session whose QP went to ERR with no completion of its own:
-  // the state check's words ("QP state " + the state's name), also for a flush seen first.
-  static constexpr std::string_view kEndedByQpError = "QP state ERR";
   // The most one gap between duty cycles adds to a session's held time.
   static constexpr std::uint64_t kMaxStallStepNs = 10'000'000;
 
