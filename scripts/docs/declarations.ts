@@ -50,6 +50,7 @@ export const QP_COUNTERS_DEF = 'native/src/verbs/soft/qp_counters.def';
 export const ORDERS_LIMITS_DEF = 'native/src/orders/config_limits.def';
 export const ENGINE_COUNTERS_DEF = 'native/src/engine/engine_counters.def';
 export const FEED_COUNTERS_DEF = 'native/src/feed/feed_counters.def';
+export const ORDER_COUNTERS_DEF = 'native/src/orders/order_counters.def';
 
 /** The JS name of a declared counter, as native/src/addon/declared_counters.cc makes it: duty_cycles -> dutyCycles. */
 export const jsName = (declared: string): string => declared.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
@@ -75,30 +76,38 @@ function familiesOf<F extends { name: string | undefined }>(
   return families.map((f) => ({ ...f, counters: counters.filter((c) => c.family === f.name).map((c) => ({ counter: c.js, label: c.label })) }));
 }
 
-function counterSet(defPath: string, def: string, set: CounterSet): string {
-  const counters = entries(list(def, set.list), 'X').map(([name, kind, help, family, label]) => ({ name: name as string, js: jsName(name as string), kind, help, family, label }));
+const countersOf = (def: string, listName: string) =>
+  entries(list(def, listName), 'X').map(([name, kind, help, family, label]) => ({ name: name as string, js: jsName(name as string), kind, help, family, label }));
+
+/** The F() list's families with their counters; throws for a family no counter feeds. */
+function familiesModule(defPath: string, def: string, metrics: { list: string; constName: string }, counters: ReturnType<typeof countersOf>): string {
+  const families = familiesOf(defPath, entries(list(def, metrics.list), 'F').map(([name, type, labelName, help]) => ({ name, type, labelName, help })), counters);
+  const unfed = families.filter((f) => f.counters.length === 0);
+  if (unfed.length > 0) throw new Error(`${defPath}: no counter feeds ${unfed.map((f) => f.name).join(', ')}`);
+  return (
+    `\n/** ${metrics.list}: the Prometheus families, and which counter gives which label value. */\n` +
+    `export const ${metrics.constName} = ${JSON.stringify(families, null, 2)} as const;\n`
+  );
+}
+
+function counterSet(defPath: string, def: string, set: CounterSet, familiesShared: boolean): string {
+  const counters = countersOf(def, set.list);
   let out =
     `\n/** ${set.list}: each counter's declared (C++) name, its JS name, kind (kFlag: a boolean), meaning, and the family and label it feeds. */\n` +
     `export const ${set.constName} = ${JSON.stringify(counters, null, 2)} as const;\n\n` +
     `export type ${set.typeName} = { readonly [C in (typeof ${set.constName})[number] as C['js']]: C['kind'] extends 'kFlag' ? boolean : number };\n`;
-  const metrics = set.metrics;
-  if (metrics === undefined) {
-    const fed = counters.filter((c) => c.family !== '');
-    if (fed.length > 0) throw new Error(`${defPath}: ${set.list} feeds families but has no F() list`);
-    return out;
-  }
-  const families = familiesOf(defPath, entries(list(def, metrics.list), 'F').map(([name, type, labelName, help]) => ({ name, type, labelName, help })), counters);
-  const unfed = families.filter((f) => f.counters.length === 0);
-  if (unfed.length > 0) throw new Error(`${defPath}: no counter feeds ${unfed.map((f) => f.name).join(', ')}`);
-  out +=
-    `\n/** ${metrics.list}: the Prometheus families, and which counter gives which label value. */\n` +
-    `export const ${metrics.constName} = ${JSON.stringify(families, null, 2)} as const;\n`;
+  if (set.metrics !== undefined) return out + familiesModule(defPath, def, set.metrics, counters);
+  const fed = counters.filter((c) => c.family !== '');
+  if (fed.length > 0 && !familiesShared) throw new Error(`${defPath}: ${set.list} feeds families but has no F() list`);
   return out;
 }
 
-function counterSetsModule(defPath: string, sets: CounterSet[]): string {
+/** The sets' modules; `shared`: one F() list that the counters of all the sets feed (each set has none of its own). */
+function counterSetsModule(defPath: string, sets: CounterSet[], shared?: { list: string; constName: string }): string {
   const def = read(defPath);
-  return HEADER(defPath) + sets.map((set) => counterSet(defPath, def, set)).join('');
+  const out = HEADER(defPath) + sets.map((set) => counterSet(defPath, def, set, shared !== undefined)).join('');
+  if (shared === undefined) return out;
+  return out + familiesModule(defPath, def, shared, sets.flatMap((set) => countersOf(def, set.list)));
 }
 
 /** src/declared/engine-counters.ts: the engine's counters and the qpgate_engine_* families they feed. */
@@ -116,6 +125,14 @@ export const feedCountersModule = (): string =>
     { list: 'QPGATE_FEED_SUBSCRIBER_CHANNEL_COUNTERS', constName: 'FEED_SUBSCRIBER_CHANNEL_COUNTERS', typeName: 'FeedSubscriberChannelCounterValues' },
     { list: 'QPGATE_FEED_RECOVERY_CLIENT_COUNTERS', constName: 'FEED_RECOVERY_CLIENT_COUNTERS', typeName: 'FeedRecoveryClientCounterValues' },
   ]);
+
+/** src/declared/order-counters.ts: the order handler's, session service's and market data's counters and the qpgate_order_* families. */
+export const orderCountersModule = (): string =>
+  counterSetsModule(ORDER_COUNTERS_DEF, [
+    { list: 'QPGATE_ORDER_HANDLER_COUNTERS', constName: 'ORDER_HANDLER_COUNTERS', typeName: 'OrderHandlerCounterValues' },
+    { list: 'QPGATE_ORDER_SERVICE_COUNTERS', constName: 'ORDER_SERVICE_COUNTERS', typeName: 'OrderServiceCounterValues' },
+    { list: 'QPGATE_ORDER_MARKET_DATA_COUNTERS', constName: 'ORDER_MARKET_DATA_COUNTERS', typeName: 'OrderMarketDataCounterValues' },
+  ], { list: 'QPGATE_ORDER_METRICS', constName: 'ORDER_METRICS' });
 
 /** src/declared/qp-counters.ts: the counter names, and the qpgate_qp_* families they feed. */
 export function qpCountersModule(): string {
@@ -155,6 +172,7 @@ export const DECLARED_MODULES: Record<string, () => string> = {
   'src/declared/orders-config.ts': ordersConfigModule,
   'src/declared/engine-counters.ts': engineCountersModule,
   'src/declared/feed-counters.ts': feedCountersModule,
+  'src/declared/order-counters.ts': orderCountersModule,
 };
 
 export const repoPath = (path: string) => ROOT + path;

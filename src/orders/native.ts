@@ -5,6 +5,7 @@ import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { NativeDevice } from '../feed/native.js';
 import type { NativeOrderServiceConfig } from './config.js';
 import type { RcPathInfo } from '../native/verbs.js';
+import type { OrderHandlerCounterValues, OrderMarketDataCounterValues, OrderServiceCounterValues } from '../declared/order-counters.js';
 
 export type OrderSessionRole = 'trading' | 'risk';
 
@@ -61,43 +62,32 @@ export interface NativeOrderSessionInfo extends RcPathInfo {
   [k: string]: unknown;
 }
 
-export interface NativeOrderStats {
-  received: number;
-  acks: number;
+/**
+ * OrderService.stats(): the declared counters of native/src/orders/order_counters.def
+ * (the handler's, the session service's, the market data's) under their JS
+ * names, and the figures the addon derives beside them.
+ */
+export interface NativeOrderStats extends OrderHandlerCounterValues, OrderServiceCounterValues, OrderMarketDataCounterValues {
+  /** Requests rejected, all reasons (rejectsByReason has each). */
   rejects: number;
-  fills: number;
   rejectsByReason: Record<string, number>;
+  /** Messages that were not a valid OrderMessage, all kinds (decodeErrorsByKind has each). */
   decodeErrors: number;
+  decodeErrorsByKind: Record<string, number>;
   journalRecords: number;
   journalSyncs: number;
-  /** Journal records of remote-owned risk words changed by risk sessions' atomics (docs/protocol.md §3.8). */
-  riskWordRecords: number;
-  /** Such records replayed at start: their values were put back into the accounts' words. */
-  riskWordsRestored: number;
+  journalReplayed: number;
+  journalTornTailBytes: number;
   durablePosition: number;
-  backPressureEvents: number;
-  slowDisconnects: number;
-  /** 1 once the journal has failed (every session ended, new ones refused until a restart). */
-  journalFailed: number;
-  /** Why the journal failed; '' while it is sound. */
+  /** Why the journal failed; '' while it is sound (journalFailed is 1 once it has). */
   journalFailure: string;
   clientOrderIds: number;
   ackLatencyCount: number;
-  /** Messages a Hello asked for that were no longer kept. */
-  resendGaps: number;
-  /** Hellos of a closed (or restarted) session whose missed messages were rebuilt from the journal. */
-  resendRebuilds: number;
-  /** Rebuilds that could not read the journal back. */
-  resendRebuildFailures: number;
-  /** Why the last of them failed ("session 7: ..."); '' until one has. */
+  /** Why the last rebuild failed ("session 7: ..."); '' until one has. */
   lastRebuildFailure: string;
-  /** Journal replays those rebuilds took: one serves every rebuild queued when it starts. */
-  resendRebuildReplays: number;
-  /** Time those replays took on the rebuild worker (never the engine thread), ns. */
-  resendRebuildNs: number;
   /** Memory of the connected sessions' resend stores, bytes (closed sessions hold none). */
   resendBytes: number;
-  [k: string]: unknown;
+  openOrders: number;
 }
 
 export interface RiskWordInfo {

@@ -1,8 +1,8 @@
 // The counters and settings declared once in native/src (the .def lists)
 // cannot drift from their TS side: each module of src/declared/ is exactly
 // what `npm run docs:generate` makes of its .def (scripts/docs/declarations.ts),
-// and a soft QP, the engine and the feed's publisher and subscriber report
-// exactly the declared counters.
+// and a soft QP, the engine, the feed's publisher and subscriber and the
+// order service report exactly the declared counters.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -10,10 +10,16 @@ import { DECLARED_MODULES, entries, integer, list, repoPath } from '../../script
 import { QP_COUNTERS, QP_METRICS } from '../../src/declared/qp-counters.js';
 import { ENGINE_COUNTERS, ENGINE_METRICS } from '../../src/declared/engine-counters.js';
 import { FEED_CHANNEL_COUNTERS, FEED_PUBLISHER_COUNTERS, FEED_SUBSCRIBER_CHANNEL_COUNTERS, FEED_SUBSCRIBER_COUNTERS } from '../../src/declared/feed-counters.js';
+import { ORDER_HANDLER_COUNTERS, ORDER_MARKET_DATA_COUNTERS, ORDER_METRICS, ORDER_SERVICE_COUNTERS } from '../../src/declared/order-counters.js';
+import { OrderService } from '../../src/orders/service.js';
+import { loadConfig } from '../../src/gateway/config/load.js';
 import { nativeDeviceOf, nativeFeed, openFeedDevice } from '../../src/feed/native.js';
 import { Engine } from '../../src/native/engine.js';
 import { openDevice } from '../../src/native/verbs.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 for (const [path, generate] of Object.entries(DECLARED_MODULES)) {
   test(`${path} is what npm run docs:generate makes of its .def`, () => {
@@ -90,6 +96,29 @@ test('a feed publisher, its channels, a subscriber and its channels report exact
   } finally {
     sub.close();
     pub.close();
+    device.close();
+    await engine.stop();
+  }
+});
+
+test('the order service reports its declared counters first, in order, then only what stats() derives, and each qpgate_order_* family reads declared ones', async () => {
+  const stateDir = join(mkdtempSync(join(tmpdir(), 'qpgate-decl-')), 'state');
+  const config = loadConfig({ env: {}, overrides: [`state.dir=${stateDir}`] });
+  const engine = new Engine({ hugePages: false });
+  await engine.start();
+  const device = openDevice(engine, { address: freeLoopbackAddress() });
+  const service = new OrderService(engine, device, config.orders, { stateDir, feeds: config.feeds });
+  try {
+    service.start();
+    const keys = Object.keys(service.stats()!);
+    const declared = [...ORDER_HANDLER_COUNTERS, ...ORDER_SERVICE_COUNTERS, ...ORDER_MARKET_DATA_COUNTERS].map((c) => c.js);
+    assert.deepEqual(keys.slice(0, declared.length), declared);
+    const derived = ['rejects', 'decodeErrors', 'journalRecords', 'journalSyncs', 'journalReplayed', 'journalTornTailBytes', 'durablePosition', 'clientOrderIds', 'ackLatencyCount', 'resendBytes', 'openOrders', 'rejectsByReason', 'decodeErrorsByKind', 'journalFailure', 'lastRebuildFailure'];
+    assert.deepEqual(keys.slice(declared.length), derived, 'a counter stats() reports is not in order_counters.def');
+    const names = new Set<string>(declared);
+    for (const family of ORDER_METRICS) for (const { counter } of family.counters) assert.ok(names.has(counter), `${family.name}: ${counter}`);
+  } finally {
+    service.close();
     device.close();
     await engine.stop();
   }

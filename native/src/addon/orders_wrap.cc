@@ -3,10 +3,12 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "args.h"
 #include "common/clock.h"
+#include "declared_counters.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "js_number.h"
@@ -175,6 +177,12 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    struct Declared {
+      std::string_view name;
+      engine::CounterKind kind;
+      std::uint64_t value;
+    };
+    std::vector<Declared> declared;
     std::vector<std::pair<std::string, std::uint64_t>> flat;
     std::vector<std::pair<std::string, std::uint64_t>> by_reason;
     std::vector<std::pair<std::string, std::uint64_t>> by_kind;
@@ -197,48 +205,27 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
         decode_errors += n;
         by_kind.emplace_back(orders::name_of(static_cast<orders::DecodeError>(i)), n);
       }
-      flat = {{"received", c.received.get()},
-              {"acks", h.acks.get()},
-              {"rejects", rejects},
-              {"fills", h.fills.get()},
-              {"cancelAcks", h.cancel_acks.get()},
-              {"replaceAcks", h.replace_acks.get()},
-              {"unsolicitedCancels", h.unsolicited_cancels.get()},
-              {"trades", h.trades.get()},
-              {"resends", h.resends.get()},
-              {"hellos", h.hellos.get()},
+      // The declared counters (order_counters.def) under their own names, then what stats() derives.
+      auto keep = [&](std::string_view name, engine::CounterKind kind, std::uint64_t v) { declared.push_back({name, kind, v}); };
+      h.for_each(keep);
+      c.for_each(keep);
+      s.market_data().counters().for_each(keep);
+      flat = {{"rejects", rejects},
               {"decodeErrors", decode_errors},
               {"journalRecords", j.records_appended},
-              {"riskWordRecords", h.risk_word_records.get()},
-              {"riskWordsRestored", h.risk_words_restored.get()},
               {"journalSyncs", j.syncs},
               {"journalReplayed", j.records_replayed},
               {"journalTornTailBytes", j.torn_tail_bytes},
               {"durablePosition", s.handler().durable_position()},
-              {"backPressureEvents", c.back_pressure_events.get()},
-              {"slowDisconnects", c.slow_disconnects.get()},
-              {"journalFailed", c.journal_failed.get()},
               {"clientOrderIds", s.handler().dedupe().size()},
               {"ackLatencyCount", s.ack_latency().total()},
-              {"sent", c.sent.get()},
-              {"sendErrors", c.send_errors.get()},
-              {"disconnects", c.disconnects.get()},
-              {"resendGaps", c.resend_gaps.get()},
-              {"resendRebuilds", c.resend_rebuilds.get()},
-              {"resendRebuildFailures", c.resend_rebuild_failures.get()},
-              {"resendRebuildReplays", c.resend_rebuild_replays.get()},
-              {"resendRebuildNs", c.resend_rebuild_ns.get()},
               {"resendBytes", s.resend_bytes()},
-              {"cqOverflows", c.cq_overflows.get()},
-              {"pendingMessages", c.pending.get()},
-              {"orderEvents", c.order_events.get()},
-              {"orderEventsWaiting", c.order_events_waiting.get()},
-              {"mdPublished", s.market_data().counters().published.get()},
-              {"mdUnpublished", s.market_data().counters().unpublished.get()},
-              {"mdRetries", s.market_data().counters().retries.get()},
               {"openOrders", s.handler().pool().in_use()}};
     });
     Napi::Object o = Napi::Object::New(env);
+    set_counters(env, o, [&](auto&& fn) {
+      for (const Declared& d : declared) fn(d.name, d.kind, d.value);
+    });
     for (const auto& [k, v] : flat) o.Set(k, num(env, v));
     Napi::Object reasons = Napi::Object::New(env);
     for (const auto& [k, v] : by_reason) reasons.Set(k, num(env, v));

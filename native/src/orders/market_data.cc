@@ -67,7 +67,7 @@ MarketData::MarketData(std::span<const InstrumentFeed> instruments) {
 void MarketData::enqueue(std::uint16_t channel, std::span<const std::uint8_t> message, std::uint64_t durable,
                          std::uint64_t now_ns) {
   if (queued() >= kMaxQueued) {
-    counters_.unpublished.add();
+    counters_.md_unpublished.add();
     return;
   }
   const auto offset = static_cast<std::uint32_t>(bytes_.size());
@@ -126,7 +126,7 @@ void MarketData::absorb(const OutBuffer& out, std::uint64_t durable, std::uint64
   for (const TradeEvent& t : out.trades()) {
     const auto it = instruments_.find(t.instrument_id);
     if (it == instruments_.end()) {
-      counters_.unpublished.add();
+      counters_.md_unpublished.add();
       continue;
     }
     add_trade(it->second, t, durable, now_ns, realtime_ns);
@@ -160,14 +160,14 @@ std::size_t MarketData::publish_ready(std::uint64_t durable_position, const Mark
                                            q.enqueue_ns)
                                  : PublishOutcome::kFailed;
     if (o == PublishOutcome::kRetry) {
-      counters_.retries.add();
+      counters_.md_retries.add();
       break;
     }
     if (o == PublishOutcome::kPublished) {
-      counters_.published.add();
+      counters_.md_published.add();
       ++published;
     } else {
-      counters_.unpublished.add();
+      counters_.md_unpublished.add();
     }
     ++head_;
   }

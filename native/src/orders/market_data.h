@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "orders/order_counters.def"
 #include "orders/order_book.h"
 #include "orders/order_handler.h"
 #include "orders/out_buffer.h"
@@ -54,10 +55,14 @@ class FeedPublishers {
                                  std::uint64_t enqueue_ns) = 0;
 };
 
+// The list QPGATE_ORDER_MARKET_DATA_COUNTERS (order_counters.def).
 struct MarketDataCounters {
-  engine::SingleWriterCounter published;    // messages the sink took
-  engine::SingleWriterCounter unpublished;  // messages dropped: failed, no sink, or queue full
-  engine::SingleWriterCounter retries;      // cycles the sink said "retry"
+  QPGATE_ORDER_MARKET_DATA_COUNTERS(QPGATE_COUNTER_MEMBER)
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_ORDER_MARKET_DATA_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 class MarketData {

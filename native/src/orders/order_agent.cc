@@ -32,7 +32,7 @@ int OrderAgent::do_work(std::uint64_t now_ns) {
   bool busy = false;
   for (auto& [id, s] : services_) {
     work += s->do_work(now_ns);
-    busy = busy || s->counters().pending.get() != 0 || s->market_data().queued() != 0 || s->session_count() != 0;
+    busy = busy || s->counters().pending_messages.get() != 0 || s->market_data().queued() != 0 || s->session_count() != 0;
   }
   // Completions have no fd here (the soft device is driven by its own agent,
   // ibv CQs are polled): keep the engine from parking long while sessions exist.

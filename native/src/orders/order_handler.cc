@@ -193,7 +193,6 @@ std::uint32_t OrderHandler::open_order(std::uint32_t session, std::uint64_t clie
 
 template <typename Record>
 std::uint64_t OrderHandler::journal(RecordType type, const Record& record, std::uint64_t now_ns) {
-  counters_.journal_records.add();
   return journal_->append(static_cast<std::uint16_t>(type),
                           std::span<const std::uint8_t>{reinterpret_cast<const std::uint8_t*>(&record), sizeof record},
                           now_ns);

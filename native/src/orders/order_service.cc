@@ -433,7 +433,7 @@ int OrderService::do_work(std::uint64_t now_ns) {
     work += static_cast<int>(n);
   }
   counters_.order_events_waiting.set(events_.size());
-  counters_.pending.set(pending());
+  counters_.pending_messages.set(pending());
   if (handler_->journal().failed() && counters_.journal_failed.get() == 0) on_journal_failure(now_ns);
   work += pace_sessions(now_ns);
   return work;

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "orders/order_counters.def"
 #include "metrics/latency_histogram.h"
 #include "orders/market_data.h"
 #include "orders/order_events.h"
@@ -129,23 +130,14 @@ struct SessionInfo {
   verbs::RcPathInfo path;  // the path it runs on (verbs/rc_path.h)
 };
 
+// The list QPGATE_ORDER_SERVICE_COUNTERS (order_counters.def).
 struct ServiceCounters {
-  engine::SingleWriterCounter received;             // SENDs received
-  engine::SingleWriterCounter sent;                 // SENDs posted
-  engine::SingleWriterCounter send_errors;          // posts refused
-  engine::SingleWriterCounter disconnects;          // sessions lost (any cause)
-  engine::SingleWriterCounter back_pressure_events; // times a session's receives stopped being re-posted
-  engine::SingleWriterCounter slow_disconnects;     // sessions ended for a queue past max_queued_messages
-  engine::SingleWriterCounter journal_failed;       // 1 once the journal has failed (gauge)
-  engine::SingleWriterCounter resend_gaps;          // messages asked for by a Hello and no longer kept
-  engine::SingleWriterCounter resend_rebuilds;      // Hellos whose missed messages were rebuilt from the journal
-  engine::SingleWriterCounter resend_rebuild_failures;  // rebuilds that could not read the journal back
-  engine::SingleWriterCounter resend_rebuild_replays;  // journal replays they took: one serves every rebuild queued when it starts
-  engine::SingleWriterCounter resend_rebuild_ns;    // time those replays took (the rebuild worker's)
-  engine::SingleWriterCounter cq_overflows;
-  engine::SingleWriterCounter pending;              // messages waiting to be posted + order events queued (gauge)
-  engine::SingleWriterCounter order_events;         // order events handed to the sink
-  engine::SingleWriterCounter order_events_waiting; // queued for the journal or the sink (gauge)
+  QPGATE_ORDER_SERVICE_COUNTERS(QPGATE_COUNTER_MEMBER)
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_ORDER_SERVICE_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 class OrderService {

@@ -83,8 +83,8 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
   ASSERT_TRUE(until([&] {
     engine.run_on_engine([&] {
       OrderService* s = agent->service(service);
-      published = s->market_data().counters().published.get();
-      unpublished = s->market_data().counters().unpublished.get();
+      published = s->market_data().counters().md_published.get();
+      unpublished = s->market_data().counters().md_unpublished.get();
       acks = s->ack_latency().total();
       channel_messages = agents.feed->publisher(publisher)->stats()->channels[0].messages.get();
     });
@@ -99,7 +99,7 @@ TEST(OrderAgent, ServesSessionsOnTheEngineThreadAndPublishesTradesOnTheFeed) {
   a.send(buy(2, 95, 1));
   ASSERT_TRUE(until([&] { return a.all<Ack>().size() == 2; }));
   ASSERT_TRUE(until([&] {
-    engine.run_on_engine([&] { unpublished = agent->service(service)->market_data().counters().unpublished.get(); });
+    engine.run_on_engine([&] { unpublished = agent->service(service)->market_data().counters().md_unpublished.get(); });
     return unpublished == 1;  // the new bid level
   }));
   engine.run_on_engine([&] { EXPECT_TRUE(agent->remove_service(service)); });

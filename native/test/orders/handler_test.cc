@@ -166,7 +166,7 @@ TEST_F(HandlerTest, ThrottledRequestsAreNotSequencedJournaledOrRemembered) {
   c.sessions[0].throttle = ThrottleConfig{1, 2};
   open(c);
   const std::uint64_t t = 5'000'000'000;
-  const std::uint64_t records = h().counters().journal_records.get();
+  const std::uint64_t records = h().journal().stats().records_appended;
   // A flood of invalid orders (an instrument nobody trades), cancels of
   // orders that do not exist and undecodable bytes: the throttle comes
   // before any of them is checked, journaled or remembered.
@@ -193,7 +193,7 @@ TEST_F(HandlerTest, ThrottledRequestsAreNotSequencedJournaledOrRemembered) {
   EXPECT_EQ(std::get<Reject>(g[0].message).reason, RejectReason::kThrottled) << "undecodable bytes take a token too";
 
   EXPECT_EQ(throttled, 298u) << "the burst of 2 is all that was checked";
-  EXPECT_EQ(h().counters().journal_records.get() - records, 2u) << "only the two checked rejects were journaled";
+  EXPECT_EQ(h().journal().stats().records_appended - records, 2u) << "only the two checked rejects were journaled";
   EXPECT_EQ(h().dedupe().size(), 2u);
   EXPECT_EQ(h().last_app_seq(kSessionA), 2u);
   // Nothing was remembered for a throttled id: it may be used again once the rate allows.

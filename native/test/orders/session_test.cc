@@ -135,7 +135,7 @@ TEST(OrderSessions, HandshakeThenAcksAndFillsOnBothSidesWithConsecutiveAppSeqs) 
   EXPECT_EQ(last->type, 5);
   EXPECT_EQ(last->key, feed::book_key(false, 1));
   EXPECT_EQ(last->action, static_cast<std::uint8_t>(feed::BookAction::kModify));
-  EXPECT_EQ(gw.service->market_data().counters().unpublished.get(), 0u);
+  EXPECT_EQ(gw.service->market_data().counters().md_unpublished.get(), 0u);
 }
 
 TEST(OrderSessions, CloseCancelsRestingOrdersAndTheSameSessionResumesAfterHello) {

@@ -3,7 +3,7 @@
 // while the feed exists: every family is reset and refilled on each scrape.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { FEED_CHANNEL_METRICS, FEED_PUBLISHER_METRICS } from '../../declared/feed-counters.js';
-import { registerDeclaredFamilies } from './declared-metrics.js';
+import { registerDeclaredFamilies } from '../../common/declared-metrics.js';
 import type { FeedRegistry } from '../feed-registry.js';
 import type { FeedServiceStats } from '../../feed/service.js';
 

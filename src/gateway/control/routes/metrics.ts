@@ -8,7 +8,7 @@ import { errorResponses } from '../errors.js';
 import type { QpView } from '../../device/qp-registry.js';
 import { QP_METRICS } from '../../../declared/qp-counters.js';
 import { ENGINE_METRICS } from '../../../declared/engine-counters.js';
-import { registerDeclaredFamilies } from '../../metrics/declared-metrics.js';
+import { registerDeclaredFamilies } from '../../../common/declared-metrics.js';
 import { hwCounters } from '../../device/device.js';
 
 export function createRegistry(state: GatewayState): Registry {
