@@ -116,7 +116,7 @@ export const engineCountersModule = (): string =>
     { list: 'QPGATE_ENGINE_COUNTERS', constName: 'ENGINE_COUNTERS', typeName: 'EngineCounterValues', metrics: { list: 'QPGATE_ENGINE_METRICS', constName: 'ENGINE_METRICS' } },
   ]);
 
-/** src/declared/feed-counters.ts: the publisher's, subscriber's and recovery client's counters and the qpgate_feed_* families. */
+/** src/declared/feed-counters.ts: the publisher's, subscriber's, recovery client's and recovery sessions' counters and the qpgate_feed_* families. */
 export const feedCountersModule = (): string =>
   counterSetsModule(FEED_COUNTERS_DEF, [
     { list: 'QPGATE_FEED_PUBLISHER_COUNTERS', constName: 'FEED_PUBLISHER_COUNTERS', typeName: 'FeedPublisherCounterValues', metrics: { list: 'QPGATE_FEED_PUBLISHER_METRICS', constName: 'FEED_PUBLISHER_METRICS' } },
@@ -124,6 +124,8 @@ export const feedCountersModule = (): string =>
     { list: 'QPGATE_FEED_SUBSCRIBER_COUNTERS', constName: 'FEED_SUBSCRIBER_COUNTERS', typeName: 'FeedSubscriberCounterValues' },
     { list: 'QPGATE_FEED_SUBSCRIBER_CHANNEL_COUNTERS', constName: 'FEED_SUBSCRIBER_CHANNEL_COUNTERS', typeName: 'FeedSubscriberChannelCounterValues' },
     { list: 'QPGATE_FEED_RECOVERY_CLIENT_COUNTERS', constName: 'FEED_RECOVERY_CLIENT_COUNTERS', typeName: 'FeedRecoveryClientCounterValues' },
+    { list: 'QPGATE_FEED_RECOVERY_SESSION_COUNTERS', constName: 'FEED_RECOVERY_SESSION_COUNTERS', typeName: 'FeedRecoverySessionCounterValues', metrics: { list: 'QPGATE_FEED_RECOVERY_SESSION_METRICS', constName: 'FEED_RECOVERY_SESSION_METRICS' } },
+    { list: 'QPGATE_FEED_RECOVERY_REPORT_COUNTERS', constName: 'FEED_RECOVERY_REPORT_COUNTERS', typeName: 'FeedRecoveryReportCounterValues', metrics: { list: 'QPGATE_FEED_RECOVERY_REPORT_METRICS', constName: 'FEED_RECOVERY_REPORT_METRICS' } },
   ]);
 
 /** src/declared/order-counters.ts: the order handler's, session service's and market data's counters and the qpgate_order_* families. */

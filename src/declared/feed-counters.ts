@@ -578,3 +578,263 @@ export const FEED_RECOVERY_CLIENT_COUNTERS = [
 ] as const;
 
 export type FeedRecoveryClientCounterValues = { readonly [C in (typeof FEED_RECOVERY_CLIENT_COUNTERS)[number] as C['js']]: C['kind'] extends 'kFlag' ? boolean : number };
+
+/** QPGATE_FEED_RECOVERY_SESSION_COUNTERS: each counter's declared (C++) name, its JS name, kind (kFlag: a boolean), meaning, and the family and label it feeds. */
+export const FEED_RECOVERY_SESSION_COUNTERS = [
+  {
+    "name": "requests",
+    "js": "requests",
+    "kind": "kCount",
+    "help": "requests received (SubscriberReports included)",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "retransmit_requests",
+    "js": "retransmitRequests",
+    "kind": "kCount",
+    "help": "RetransmitRequests received",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "snapshot_requests",
+    "js": "snapshotRequests",
+    "kind": "kCount",
+    "help": "SnapshotRequests received",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "replies",
+    "js": "replies",
+    "kind": "kCount",
+    "help": "replies sent",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "frames_sent",
+    "js": "framesSent",
+    "kind": "kCount",
+    "help": "frames sent (retransmissions and snapshots)",
+    "family": "qpgate_feed_recovery_frames_sent_total",
+    "label": ""
+  },
+  {
+    "name": "bytes_sent",
+    "js": "bytesSent",
+    "kind": "kCount",
+    "help": "reply bytes sent",
+    "family": "qpgate_feed_recovery_bytes_sent_total",
+    "label": ""
+  },
+  {
+    "name": "snapshots_sent",
+    "js": "snapshotsSent",
+    "kind": "kCount",
+    "help": "snapshots sent",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "errors",
+    "js": "errors",
+    "kind": "kCount",
+    "help": "completion errors (the QP went to ERR)",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "silenced",
+    "js": "silenced",
+    "kind": "kFlag",
+    "help": "ended because its reports stopped (the subscriber went away without closing)",
+    "family": "",
+    "label": ""
+  }
+] as const;
+
+export type FeedRecoverySessionCounterValues = { readonly [C in (typeof FEED_RECOVERY_SESSION_COUNTERS)[number] as C['js']]: C['kind'] extends 'kFlag' ? boolean : number };
+
+/** QPGATE_FEED_RECOVERY_SESSION_METRICS: the Prometheus families, and which counter gives which label value. */
+export const FEED_RECOVERY_SESSION_METRICS = [
+  {
+    "name": "qpgate_feed_recovery_frames_sent_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Frames sent to a recovery session (retransmissions and snapshots).",
+    "counters": [
+      {
+        "counter": "framesSent",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_recovery_bytes_sent_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Reply bytes sent to a recovery session.",
+    "counters": [
+      {
+        "counter": "bytesSent",
+        "label": ""
+      }
+    ]
+  }
+] as const;
+
+/** QPGATE_FEED_RECOVERY_REPORT_COUNTERS: each counter's declared (C++) name, its JS name, kind (kFlag: a boolean), meaning, and the family and label it feeds. */
+export const FEED_RECOVERY_REPORT_COUNTERS = [
+  {
+    "name": "reports",
+    "js": "reports",
+    "kind": "kCount",
+    "help": "SubscriberReports received",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "last_report_ns",
+    "js": "lastReportNs",
+    "kind": "kCount",
+    "help": "when the last one came (CLOCK_MONOTONIC)",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "queued",
+    "js": "queued",
+    "kind": "kCount",
+    "help": "messages received and not yet consumed by its application",
+    "family": "qpgate_feed_subscriber_lag_messages",
+    "label": ""
+  },
+  {
+    "name": "dropped",
+    "js": "dropped",
+    "kind": "kCount",
+    "help": "messages its slow-consumer policy dropped",
+    "family": "qpgate_feed_subscriber_dropped_messages_total",
+    "label": ""
+  },
+  {
+    "name": "conflated",
+    "js": "conflated",
+    "kind": "kCount",
+    "help": "messages conflated into a newer one",
+    "family": "qpgate_feed_subscriber_conflated_messages_total",
+    "label": ""
+  },
+  {
+    "name": "gaps",
+    "js": "gaps",
+    "kind": "kCount",
+    "help": "holes lost on every line",
+    "family": "qpgate_feed_subscriber_gaps_total",
+    "label": ""
+  },
+  {
+    "name": "unrecoverable",
+    "js": "unrecoverable",
+    "kind": "kCount",
+    "help": "messages lost for good",
+    "family": "qpgate_feed_subscriber_unrecoverable_messages_total",
+    "label": ""
+  },
+  {
+    "name": "ring_full_drops",
+    "js": "ringFullDrops",
+    "kind": "kCount",
+    "help": "messages its delivery ring had no room for",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "other_session_frames",
+    "js": "otherSessionFrames",
+    "kind": "kCount",
+    "help": "frames dropped as of a feed session it does not follow",
+    "family": "qpgate_feed_subscriber_other_session_frames_total",
+    "label": ""
+  }
+] as const;
+
+export type FeedRecoveryReportCounterValues = { readonly [C in (typeof FEED_RECOVERY_REPORT_COUNTERS)[number] as C['js']]: C['kind'] extends 'kFlag' ? boolean : number };
+
+/** QPGATE_FEED_RECOVERY_REPORT_METRICS: the Prometheus families, and which counter gives which label value. */
+export const FEED_RECOVERY_REPORT_METRICS = [
+  {
+    "name": "qpgate_feed_subscriber_lag_messages",
+    "type": "gauge",
+    "labelName": "",
+    "help": "Messages a recovery-session subscriber has received but its application has not consumed yet (its last report).",
+    "counters": [
+      {
+        "counter": "queued",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_subscriber_dropped_messages_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Messages a subscriber's slow-consumer policy dropped (its last report).",
+    "counters": [
+      {
+        "counter": "dropped",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_subscriber_conflated_messages_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Messages a subscriber conflated into a newer one (its last report).",
+    "counters": [
+      {
+        "counter": "conflated",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_subscriber_gaps_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Holes a subscriber lost on every line (its last report).",
+    "counters": [
+      {
+        "counter": "gaps",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_subscriber_unrecoverable_messages_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Messages a subscriber lost for good (its last report).",
+    "counters": [
+      {
+        "counter": "unrecoverable",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_feed_subscriber_other_session_frames_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Frames a subscriber dropped as of a feed session it does not follow: if they keep coming, a second gateway publishes on its groups (its last report).",
+    "counters": [
+      {
+        "counter": "otherSessionFrames",
+        "label": ""
+      }
+    ]
+  }
+] as const;

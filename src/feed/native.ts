@@ -5,6 +5,8 @@ import type {
   FeedChannelCounterValues,
   FeedPublisherCounterValues,
   FeedRecoveryClientCounterValues,
+  FeedRecoveryReportCounterValues,
+  FeedRecoverySessionCounterValues,
   FeedSubscriberChannelCounterValues,
   FeedSubscriberCounterValues,
 } from '../declared/feed-counters.js';
@@ -56,28 +58,20 @@ export interface RecoveryLimits {
   silenceTimeoutMs?: number;
 }
 
-export interface NativeRecoverySession extends RcPathInfo {
+/** A recovery session the gateway serves: its declared counters (feed_counters.def) and what the addon adds. */
+export interface NativeRecoverySession extends RcPathInfo, FeedRecoverySessionCounterValues {
   session: number;
   publisher: number;
   qpn: number;
   state: string;
   channels: number[];
-  requests: number;
-  retransmitRequests: number;
-  snapshotRequests: number;
-  replies: number;
-  framesSent: number;
-  bytesSent: number;
-  snapshotsSent: number;
-  errors: number;
-  /** Ended because its reports stopped (the subscriber went away without closing). */
-  silenced: boolean;
+  /** Replies THROTTLED and RANGE_GONE (byStatus has every status). */
   throttled: number;
   rangeGone: number;
   /** Replies by status name (ok, range_gone, throttled, not_entitled, unknown_session, invalid_range, malformed, unknown_channel). */
   byStatus: Record<string, number>;
   /** The subscriber's last SubscriberReport: its lag (queued), drops and losses. */
-  subscriber: { reports: number; lastReportNs: number; queued: number; dropped: number; conflated: number; gaps: number; unrecoverable: number; ringFullDrops: number; otherSessionFrames: number };
+  subscriber: FeedRecoveryReportCounterValues;
 }
 
 export interface NativeFeedPublisher {

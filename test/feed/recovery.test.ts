@@ -14,6 +14,7 @@ import { Engine } from '../../src/native/engine.js';
 import { setFaults, faultCounters } from '../../src/native/testing/faults.js';
 import { MessageType, toBigInt } from '../../src/feed/messages.js';
 import { openFeedDevice } from '../../src/feed/native.js';
+import { FEED_RECOVERY_REPORT_COUNTERS, FEED_RECOVERY_SESSION_COUNTERS } from '../../src/declared/feed-counters.js';
 import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
 import { RecoverySessionProvider } from '../../src/feed/recovery-provider.js';
 import { SessionError, type SessionOpenRequest } from '../../src/common/session-provider.js';
@@ -146,6 +147,11 @@ test('5% multicast loss on one subscriber: every gap recovered over RC, every me
     assert.equal(sessions[0]!.retransmitRequests, s.recoveryRequests);
     assert.equal(sessions[0]!.byStatus['ok'], s.recoveryRequests);
     assert.ok(sessions[0]!.framesSent > 0);
+    // Its counters are the declared ones (feed_counters.def), the report's too.
+    const declared = (list: ReadonlyArray<{ js: string }>) => list.map((c) => c.js);
+    const { session: _s, publisher: _p, qpn: _q, state: _st, channels: _c, throttled: _t, rangeGone: _r, byStatus: _b, subscriber, ...counters } = sessions[0]!;
+    assert.deepEqual(Object.keys(counters).filter((k) => declared(FEED_RECOVERY_SESSION_COUNTERS).includes(k)), declared(FEED_RECOVERY_SESSION_COUNTERS));
+    assert.deepEqual(Object.keys(subscriber), declared(FEED_RECOVERY_REPORT_COUNTERS));
     await subLossy.close();
     // Closing the subscriber ends its gateway session (DELETE /v1/sessions/1).
     await until(() => pub.recoverySessions().length === 0, 2000);

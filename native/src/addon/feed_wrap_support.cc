@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "args.h"
+#include "declared_counters.h"
 #include "engine/engine.h"
 #include "engine_wrap.h"
 #include "feed/feed_agent.h"
@@ -66,15 +67,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   o.Set("channels", chans);
   set_rc_path(env, o, s.path);
   const feed::RecoverySessionCounters& c = *s.counters;
-  o.Set("requests", num(env, c.requests.get()));
-  o.Set("retransmitRequests", num(env, c.retransmit_requests.get()));
-  o.Set("snapshotRequests", num(env, c.snapshot_requests.get()));
-  o.Set("replies", num(env, c.replies.get()));
-  o.Set("framesSent", num(env, c.frames_sent.get()));
-  o.Set("bytesSent", num(env, c.bytes_sent.get()));
-  o.Set("snapshotsSent", num(env, c.snapshots_sent.get()));
-  o.Set("errors", num(env, c.errors.get()));
-  o.Set("silenced", Napi::Boolean::New(env, c.silenced.get() != 0));
+  set_counters(env, o, [&](auto&& fn) { c.for_each(fn); });
   Napi::Object by = Napi::Object::New(env);
   for (std::size_t i = 1; i < feed::recovery::kStatusCount; ++i) {
     by.Set(std::string(feed::recovery::status_name(static_cast<feed::recovery::Status>(i))), num(env, c.by_status[i].get()));
@@ -83,15 +76,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   o.Set("throttled", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kThrottled)].get()));
   o.Set("rangeGone", num(env, c.by_status[static_cast<std::size_t>(feed::recovery::Status::kRangeGone)].get()));
   Napi::Object rep = Napi::Object::New(env);
-  rep.Set("reports", num(env, c.reports.get()));
-  rep.Set("lastReportNs", num(env, c.last_report_ns.get()));
-  rep.Set("queued", num(env, c.report_queued.get()));
-  rep.Set("dropped", num(env, c.report_dropped.get()));
-  rep.Set("conflated", num(env, c.report_conflated.get()));
-  rep.Set("gaps", num(env, c.report_gaps.get()));
-  rep.Set("unrecoverable", num(env, c.report_unrecoverable.get()));
-  rep.Set("ringFullDrops", num(env, c.report_ring_full_drops.get()));
-  rep.Set("otherSessionFrames", num(env, c.report_other_session_frames.get()));
+  set_counters(env, rep, [&](auto&& fn) { c.report.for_each(fn); });
   o.Set("subscriber", rep);
   return o;
 }

@@ -116,7 +116,7 @@ int RecoveryService::do_work(std::uint64_t now_ns) {
     work += static_cast<int>(n);
     if (s.ep->failed()) continue;
     const std::uint64_t timeout = s.config.limits.silence_timeout_ns;
-    if (timeout != 0 && s.counters->reports.get() != 0 && now_ns > s.counters->last_report_ns.get() + timeout) {
+    if (timeout != 0 && s.counters->report.reports.get() != 0 && now_ns > s.counters->report.last_report_ns.get() + timeout) {
       s.counters->silenced.set(1);
       s.ep->fail();  // the subscriber went away without closing: free its name
       continue;
@@ -150,15 +150,15 @@ void RecoveryService::serve(Session& s, std::span<const std::uint8_t> bytes, std
   }
   if (q.kind == recovery::RequestKind::kReport) {
     RecoverySessionCounters& c = *s.counters;
-    c.reports.add();
-    c.last_report_ns.set(now_ns);
-    c.report_queued.set(q.report.queued);
-    c.report_dropped.set(q.report.dropped);
-    c.report_conflated.set(q.report.conflated);
-    c.report_gaps.set(q.report.gaps);
-    c.report_unrecoverable.set(q.report.unrecoverable);
-    c.report_ring_full_drops.set(q.report.ring_full_drops);
-    c.report_other_session_frames.set(q.report.other_session_frames);
+    c.report.reports.add();
+    c.report.last_report_ns.set(now_ns);
+    c.report.queued.set(q.report.queued);
+    c.report.dropped.set(q.report.dropped);
+    c.report.conflated.set(q.report.conflated);
+    c.report.gaps.set(q.report.gaps);
+    c.report.unrecoverable.set(q.report.unrecoverable);
+    c.report.ring_full_drops.set(q.report.ring_full_drops);
+    c.report.other_session_frames.set(q.report.other_session_frames);
   } else if (q.kind == recovery::RequestKind::kRetransmit) {
     s.counters->retransmit_requests.add();
     retransmit(s, q.retransmit, now_ns);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "feed/feed_counters.def"
 #include "feed/rc_endpoint.h"
 #include "feed/recovery_codec.h"
 #include "feed/snapshot_frames.h"
@@ -62,27 +63,24 @@ struct RecoverySessionConfig {
   RecoveryLimits limits;
 };
 
+// The lists QPGATE_FEED_RECOVERY_SESSION_COUNTERS and _REPORT_COUNTERS (feed_counters.def).
 struct RecoverySessionCounters {
-  engine::SingleWriterCounter requests;
-  engine::SingleWriterCounter retransmit_requests;
-  engine::SingleWriterCounter snapshot_requests;
-  engine::SingleWriterCounter replies;
-  engine::SingleWriterCounter frames_sent;
-  engine::SingleWriterCounter bytes_sent;
-  engine::SingleWriterCounter snapshots_sent;
+  QPGATE_FEED_RECOVERY_SESSION_COUNTERS(QPGATE_COUNTER_MEMBER)
   engine::SingleWriterCounter by_status[recovery::kStatusCount];  // replies by status
-  engine::SingleWriterCounter errors;  // completion errors (the QP went to ERR)
-  engine::SingleWriterCounter silenced;  // 1 once the session was ended for silence
   // The subscriber's last SubscriberReport (not answered): its lag and losses, for the gateway's metrics.
-  engine::SingleWriterCounter reports;
-  engine::SingleWriterCounter last_report_ns;  // CLOCK_MONOTONIC
-  engine::SingleWriterCounter report_queued;
-  engine::SingleWriterCounter report_dropped;
-  engine::SingleWriterCounter report_conflated;
-  engine::SingleWriterCounter report_gaps;
-  engine::SingleWriterCounter report_unrecoverable;
-  engine::SingleWriterCounter report_ring_full_drops;
-  engine::SingleWriterCounter report_other_session_frames;
+  struct Report {
+    QPGATE_FEED_RECOVERY_REPORT_COUNTERS(QPGATE_COUNTER_MEMBER)
+
+    template <class Fn>
+    void for_each(Fn&& fn) const {
+      QPGATE_FEED_RECOVERY_REPORT_COUNTERS(QPGATE_COUNTER_VISIT)
+    }
+  } report;
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    QPGATE_FEED_RECOVERY_SESSION_COUNTERS(QPGATE_COUNTER_VISIT)
+  }
 };
 
 struct RecoverySessionInfo {

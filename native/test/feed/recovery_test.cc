@@ -310,12 +310,12 @@ TEST(FeedRecovery, SubscriberReportsItsLagAndLossesToTheGateway) {
   rig.sub->consumer_load()->conflated.store(7);
   rig.publish(10);
   const auto counters = rig.service.sessions()[0].counters;
-  rig.run_until([&] { return counters->report_queued.get() == 1234; }, 3000);
-  EXPECT_GE(counters->reports.get(), 1u);
-  EXPECT_EQ(counters->report_dropped.get(), 56u);
-  EXPECT_EQ(counters->report_conflated.get(), 7u);
-  EXPECT_EQ(counters->report_gaps.get(), 0u);
-  EXPECT_EQ(counters->requests.get(), counters->reports.get());  // reports are requests...
+  rig.run_until([&] { return counters->report.queued.get() == 1234; }, 3000);
+  EXPECT_GE(counters->report.reports.get(), 1u);
+  EXPECT_EQ(counters->report.dropped.get(), 56u);
+  EXPECT_EQ(counters->report.conflated.get(), 7u);
+  EXPECT_EQ(counters->report.gaps.get(), 0u);
+  EXPECT_EQ(counters->requests.get(), counters->report.reports.get());  // reports are requests...
   EXPECT_EQ(counters->replies.get(), 0u);                        // ...that are not answered
 }
 
@@ -341,7 +341,7 @@ TEST(FeedRecovery, ASessionWhoseReportsStopIsEndedSoItsNameCanReconnect) {
   ASSERT_TRUE(gw.ok());
   ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
   const auto counters = rig.service.sessions()[0].counters;
-  rig.run_until([&] { return counters->reports.get() >= 3; }, 3000);
+  rig.run_until([&] { return counters->report.reports.get() >= 3; }, 3000);
   rig.settle(150);  // still reporting: not silenced
   EXPECT_EQ(rig.service.sessions()[0].state, verbs::QpState::RTS);
   rig.sub.reset();  // the subscriber process goes away without closing its session
