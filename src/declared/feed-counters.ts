@@ -40,7 +40,7 @@ export const FEED_PUBLISHER_COUNTERS = [
     "js": "retries",
     "kind": "kCount",
     "help": "refused for lack of send slots (back-pressure)",
-    "family": "qpgate_feed_backpressure_retries_total",
+    "family": "qpgate_feed_back_pressure_retries_total",
     "label": ""
   },
   {
@@ -98,7 +98,7 @@ export const FEED_PUBLISHER_METRICS = [
     ]
   },
   {
-    "name": "qpgate_feed_backpressure_retries_total",
+    "name": "qpgate_feed_back_pressure_retries_total",
     "type": "counter",
     "labelName": "",
     "help": "Records put back for lack of send slots (the engine retries them).",

@@ -12,7 +12,7 @@ export const QP_COUNTERS = [
     "help": "packets given to on_packet"
   },
   {
-    "name": "tx_backpressure",
+    "name": "tx_back_pressure",
     "help": "PacketTx::transmit said 'full': work kept for later"
   },
   {

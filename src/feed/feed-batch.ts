@@ -10,7 +10,7 @@
 //     the onBatch call, for high rates (one callback per frame).
 //   - FeedMessage: detached objects, one copy per frame (their bodies are
 //     views into it), as subscribe()'s onMessage and async iterator give.
-import { MESSAGE_HEADER_BYTES } from './frame.js';
+import { FrameFlags, MESSAGE_HEADER_BYTES } from './frame.js';
 import { decodeMessage, type MarketDataMessage } from './messages.js';
 import { FRAME_RECORD_HEADER_BYTES, type FeedLine } from './records.js';
 
@@ -37,9 +37,6 @@ export interface FeedMessage {
   decode(): MarketDataMessage | undefined;
 }
 
-// Frame flags (docs/protocol.md 2.3).
-const FLAG_RETRANSMISSION = 0x01;
-const FLAG_SNAPSHOT = 0x02;
 // Offsets in the FEED_FRAME record (native/src/feed/feed_records.h).
 const R_CHANNEL = 4;
 const R_LINE = 6;
@@ -89,11 +86,11 @@ export class FeedBatch {
   }
   /** A snapshot frame: its messages are state as of firstSeq - 1, not live messages. */
   get snapshot(): boolean {
-    return (this.#p[R_FLAGS]! & FLAG_SNAPSHOT) !== 0;
+    return (this.#p[R_FLAGS]! & FrameFlags.SNAPSHOT) !== 0;
   }
   /** Delivered from a retransmission (lost on every line). */
   get recovered(): boolean {
-    return (this.#p[R_FLAGS]! & FLAG_RETRANSMISSION) !== 0;
+    return (this.#p[R_FLAGS]! & FrameFlags.RETRANSMISSION) !== 0;
   }
   get sendTimeNs(): bigint {
     return this.#view.getBigUint64(R_SEND_TIME, true);

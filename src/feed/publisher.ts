@@ -14,7 +14,7 @@
 //   pub.publish(1, [{ type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 1, bidPrice: 100 } }]);
 import type { FeedChannelCounterValues, FeedPublisherCounterValues } from '../declared/feed-counters.js';
 import { RecordType, type Engine } from '../native/engine.js';
-import { MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
+import { DEFAULT_FRAME_BYTES, FRAME_HEADER_BYTES, MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
 import { summarize, type LatencySummary } from './latency.js';
 import { encodeMessage, type MarketDataMessage } from './messages.js';
 import {
@@ -97,7 +97,7 @@ export class FeedPublisher {
     this.#engine = engine;
     this.#native = native;
     this.#channels = new Map(options.channels.map((c) => [c.id, c]));
-    this.#maxBody = new Map(options.channels.map((c) => [c.id, (c.frameSize ?? 1024) - 32 - MESSAGE_HEADER_BYTES]));
+    this.#maxBody = new Map(options.channels.map((c) => [c.id, (c.frameSize ?? DEFAULT_FRAME_BYTES) - FRAME_HEADER_BYTES - MESSAGE_HEADER_BYTES]));
     const map = options.instruments;
     if (map === undefined) this.#channelOf = () => undefined;
     else if (typeof map === 'function') this.#channelOf = map;
@@ -317,7 +317,7 @@ export class FeedPublisher {
  */
 export function createPublisher(engine: Engine, device: FeedDevice, options: PublisherOptions): FeedPublisher {
   for (const c of options.channels) {
-    if ((c.frameSize ?? 1024) > MAX_FRAME_BYTES) throw new RangeError(`qpgate feed: channel ${c.id}: frameSize above ${MAX_FRAME_BYTES}`);
+    if ((c.frameSize ?? DEFAULT_FRAME_BYTES) > MAX_FRAME_BYTES) throw new RangeError(`qpgate feed: channel ${c.id}: frameSize above ${MAX_FRAME_BYTES}`);
   }
   const native = nativeFeed().createPublisher(engine.native, nativeDeviceOf(device), {
     channels: options.channels.map((c) => ({ ...c, ring: c.ring === undefined ? undefined : { ...c.ring } })),

@@ -329,7 +329,7 @@ bool SoftQp::transmit_to(const wire::PacketFields& f, std::span<const std::uint8
   p.hop_limit = hop_limit;
   p.roce = std::span<const std::uint8_t>(tx_buf_.data(), *n);
   if (!tx_.transmit(p)) {
-    counters_.tx_backpressure.inc();
+    counters_.tx_back_pressure.inc();
     return false;
   }
   counters_.sent_pkts.inc();
