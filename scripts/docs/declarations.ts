@@ -48,6 +48,7 @@ const read = (path: string) => readFileSync(ROOT + path, 'utf8');
 
 export const QP_COUNTERS_DEF = 'native/src/verbs/soft/qp_counters.def';
 export const ORDERS_LIMITS_DEF = 'native/src/orders/config_limits.def';
+export const FEED_LIMITS_DEF = 'native/src/feed/feed_config_limits.def';
 export const ENGINE_COUNTERS_DEF = 'native/src/engine/engine_counters.def';
 export const FEED_COUNTERS_DEF = 'native/src/feed/feed_counters.def';
 export const ORDER_COUNTERS_DEF = 'native/src/orders/order_counters.def';
@@ -152,26 +153,35 @@ export function qpCountersModule(): string {
   );
 }
 
-/** src/declared/orders-config.ts: the order service's integer settings with their limits. */
-export function ordersConfigModule(): string {
-  const def = read(ORDERS_LIMITS_DEF);
+/** A module of X(jsName, name, minimum, maximum, default, description) lists: each setting's TypeBox options by JS name. */
+function limitsModule(defPath: string, lists: string[], constName: string, what: string): string {
+  const def = read(defPath);
   const fields: Record<string, { minimum: number; maximum: number; default: number; description: string }> = {};
-  for (const name of ['QPGATE_ORDERS_SESSION_LIMITS', 'QPGATE_ORDERS_HANDLER_LIMITS']) {
+  for (const name of lists) {
     for (const [js, , lo, hi, dflt, description] of entries(list(def, name), 'X')) {
       fields[js as string] = { minimum: integer(lo as string), maximum: integer(hi as string), default: integer(dflt as string), description: description as string };
     }
   }
   return (
-    HEADER(ORDERS_LIMITS_DEF) +
-    `\n/** Each integer setting of the order service: its bounds (inclusive), default and meaning (TypeBox options). */\n` +
-    `export const ORDERS_LIMITS = ${JSON.stringify(fields, null, 2)} as const;\n`
+    HEADER(defPath) +
+    `\n/** Each integer setting of ${what}: its bounds (inclusive), default and meaning (TypeBox options). */\n` +
+    `export const ${constName} = ${JSON.stringify(fields, null, 2)} as const;\n`
   );
 }
+
+/** src/declared/orders-config.ts: the order service's integer settings with their limits. */
+export const ordersConfigModule = (): string =>
+  limitsModule(ORDERS_LIMITS_DEF, ['QPGATE_ORDERS_SESSION_LIMITS', 'QPGATE_ORDERS_HANDLER_LIMITS'], 'ORDERS_LIMITS', 'the order service');
+
+/** src/declared/feed-config.ts: the feed's integer settings (publisher, channel, subscriber) with their limits. */
+export const feedConfigModule = (): string =>
+  limitsModule(FEED_LIMITS_DEF, ['QPGATE_FEED_PUBLISHER_LIMITS', 'QPGATE_FEED_CHANNEL_LIMITS', 'QPGATE_FEED_SUBSCRIBER_LIMITS'], 'FEED_LIMITS', 'the feed');
 
 /** Each generated module (its path in the repository) and what makes it. */
 export const DECLARED_MODULES: Record<string, () => string> = {
   'src/declared/qp-counters.ts': qpCountersModule,
   'src/declared/orders-config.ts': ordersConfigModule,
+  'src/declared/feed-config.ts': feedConfigModule,
   'src/declared/engine-counters.ts': engineCountersModule,
   'src/declared/feed-counters.ts': feedCountersModule,
   'src/declared/order-counters.ts': orderCountersModule,

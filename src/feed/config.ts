@@ -4,6 +4,7 @@
 // loopback device, 100 instruments, a 10,000 msgs/s synthetic source.
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { FEED_LIMITS } from '../declared/feed-config.js';
 
 const strict = { additionalProperties: false } as const;
 // Dotted-quad IPv4 (a pattern, so the schema needs no format registry).
@@ -14,16 +15,16 @@ export const FeedChannelConfig = Type.Object(
     id: Type.Integer({ minimum: 0, maximum: 65535 }),
     groupA: Type.String({ pattern: IPV4, description: "line A's IPv4 multicast group" }),
     groupB: Type.Optional(Type.String({ pattern: IPV4, description: "line B's group (each frame is sent on both)" })),
-    frameSize: Type.Integer({ minimum: 128, maximum: 4096, default: 1024 }),
-    heartbeatMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 1000 }),
+    frameSize: Type.Integer({ ...FEED_LIMITS.frameSize }),
+    heartbeatMs: Type.Integer({ ...FEED_LIMITS.heartbeatMs }),
     ring: Type.Object(
       {
-        frames: Type.Integer({ minimum: 1, maximum: 1 << 24, default: 65536 }),
-        bytes: Type.Integer({ minimum: 4096, maximum: 2 ** 31 - 1, default: 64 * 1024 * 1024 }),
+        frames: Type.Integer({ ...FEED_LIMITS.ringFrames }),
+        bytes: Type.Integer({ ...FEED_LIMITS.ringBytes }),
       },
       { ...strict, default: {} },
     ),
-    snapshotSlots: Type.Integer({ minimum: 1, maximum: 1 << 22, default: 16384 }),
+    snapshotSlots: Type.Integer({ ...FEED_LIMITS.snapshotSlots }),
   },
   strict,
 );
@@ -81,7 +82,7 @@ export const FeedsConfig = Type.Object(
       },
       { ...strict, default: {} },
     ),
-    sendSlots: Type.Integer({ minimum: 8, maximum: 16384, default: 256 }),
+    sendSlots: Type.Integer({ ...FEED_LIMITS.sendSlots }),
     hopLimit: Type.Integer({ minimum: 1, maximum: 255, default: 8 }),
     /** What one feed may reserve: its channels' rings and snapshot stores and its send slots (src/feed/memory.ts). */
     feedMemoryBudgetBytes: Type.Integer({ minimum: 1 << 20, maximum: 2 ** 48, default: 512 * 2 ** 20 }),

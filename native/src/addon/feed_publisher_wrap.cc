@@ -224,17 +224,17 @@ Napi::Value create_publisher(const Napi::CallbackInfo& info) {
     ch.id = static_cast<std::uint16_t>(to_u32(env, c.Get("id"), where + ".id", 0xffff));
     ch.group_a = group_of(env, c.Get("groupA"), where + ".groupA");
     if (has(c, "groupB")) ch.group_b = group_of(env, c.Get("groupB"), where + ".groupB");
-    if (has(c, "frameSize")) ch.frame_bytes = to_u32(env, c.Get("frameSize"), where + ".frameSize", 4096);
-    if (has(c, "heartbeatMs")) ch.heartbeat_ns = std::uint64_t{to_u32(env, c.Get("heartbeatMs"), where + ".heartbeatMs", 3'600'000)} * 1'000'000;
+    if (has(c, "frameSize")) ch.frame_bytes = to_limit(env, c.Get("frameSize"), where + ".frameSize", feed::limits::frame_bytes);
+    if (has(c, "heartbeatMs")) ch.heartbeat_ns = std::uint64_t{to_limit(env, c.Get("heartbeatMs"), where + ".heartbeatMs", feed::limits::heartbeat_ms)} * 1'000'000;
     if (has(c, "ring")) {
       Napi::Object ring = to_object(env, c.Get("ring"), where + ".ring", "an object {frames, bytes}");
-      if (has(ring, "frames")) ch.ring.max_frames = to_u32(env, ring.Get("frames"), where + ".ring.frames", 1u << 24);
-      if (has(ring, "bytes")) ch.ring.max_bytes = to_u32(env, ring.Get("bytes"), where + ".ring.bytes", 1u << 31);
+      if (has(ring, "frames")) ch.ring.max_frames = to_limit(env, ring.Get("frames"), where + ".ring.frames", feed::limits::ring_frames);
+      if (has(ring, "bytes")) ch.ring.max_bytes = to_limit(env, ring.Get("bytes"), where + ".ring.bytes", feed::limits::ring_bytes);
     }
-    if (has(c, "snapshotSlots")) ch.snapshot.slot_count = to_u32(env, c.Get("snapshotSlots"), where + ".snapshotSlots", 1u << 22);
+    if (has(c, "snapshotSlots")) ch.snapshot.slot_count = to_limit(env, c.Get("snapshotSlots"), where + ".snapshotSlots", feed::limits::snapshot_slots);
     pc.channels.push_back(ch);
   }
-  if (has(cfg, "sendSlots")) pc.send_slots = to_u32(env, cfg.Get("sendSlots"), "feed.createPublisher: sendSlots", 16384);
+  if (has(cfg, "sendSlots")) pc.send_slots = to_limit(env, cfg.Get("sendSlots"), "feed.createPublisher: sendSlots", feed::limits::send_slots);
   if (has(cfg, "hopLimit")) pc.hop_limit = static_cast<std::uint8_t>(to_u32(env, cfg.Get("hopLimit"), "feed.createPublisher: hopLimit", 255));
   if (std::string e = feed::validate(pc); !e.empty()) throw Napi::TypeError::New(env, "feed.createPublisher: " + e);
 

@@ -177,8 +177,8 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
     if (has(c, "maxWaitUs")) ch.arbiter.max_wait_ns = std::uint64_t{to_u32(env, c.Get("maxWaitUs"), where + ".maxWaitUs", 10'000'000)} * 1000;
     sc.channels.push_back(ch);
   }
-  if (has(cfg, "maxFrameSize")) sc.max_frame_bytes = to_u32(env, cfg.Get("maxFrameSize"), "feed.createSubscriber: maxFrameSize", 4096);
-  if (has(cfg, "recvSlots")) sc.recv_slots = to_u32(env, cfg.Get("recvSlots"), "feed.createSubscriber: recvSlots", 16384);
+  if (has(cfg, "maxFrameSize")) sc.max_frame_bytes = to_limit(env, cfg.Get("maxFrameSize"), "feed.createSubscriber: maxFrameSize", feed::limits::max_frame_bytes);
+  if (has(cfg, "recvSlots")) sc.recv_slots = to_limit(env, cfg.Get("recvSlots"), "feed.createSubscriber: recvSlots", feed::limits::recv_slots);
   if (has(cfg, "recovery")) {
     const std::string where = "feed.createSubscriber: recovery";
     Napi::Object ro = to_object(env, cfg.Get("recovery"), where);

@@ -56,6 +56,10 @@ Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p) {
   return o;
 }
 
+std::uint32_t to_limit(Napi::Env env, Napi::Value v, const std::string& where, const feed::FeedLimit& limit) {
+  return to_u32(env, v, where, static_cast<std::uint32_t>(limit.minimum), static_cast<std::uint32_t>(limit.maximum));
+}
+
 Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionInfo& s) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("session", Napi::Number::New(env, s.session));

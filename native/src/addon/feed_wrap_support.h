@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "feed/feed_agent.h"
+#include "feed/feed_limits.h"
 #include "feed/recovery_service.h"
 #include "feed_wrap.h"
 #include "metrics/latency_histogram.h"
@@ -56,6 +57,8 @@ struct Resolved {
 };
 
 std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where);
+// An integer within a declared setting's bounds (feed_config_limits.def): a RangeError otherwise.
+std::uint32_t to_limit(Napi::Env env, Napi::Value v, const std::string& where, const feed::FeedLimit& limit);
 Napi::Value histogram_counts(Napi::Env env, const metrics::LatencyHistogram& h);
 // {qpn, psn, gid, mtu} of the control-plane handshake (docs/protocol.md §3.1).
 verbs::RcPeer rc_peer_of(Napi::Env env, Napi::Value v, const std::string& where);

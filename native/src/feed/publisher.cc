@@ -33,23 +33,28 @@ struct Publisher::Channel {
   std::size_t stamp_count = 0;
 };
 
+// A frame is what the wire format allows (frame.h), and a ring holds the largest one.
+static_assert(limits::frame_bytes.minimum == kMinFrameBytes && limits::frame_bytes.maximum == kMaxFrameBytes);
+static_assert(limits::frame_bytes.fallback == kDefaultFrameBytes);
+static_assert(limits::ring_bytes.minimum >= kMaxFrameBytes);
+
 std::string validate(const PublisherConfig& c) {
   if (c.channels.empty()) return "a publisher needs at least one channel";
-  if (c.send_slots < 8 || c.send_slots > 16384) return "sendSlots must be 8..16384";
+  if (!limits::send_slots.holds(c.send_slots)) return limits::send_slots.refusal(c.send_slots);
   for (std::size_t i = 0; i < c.channels.size(); ++i) {
     const PublisherChannelConfig& ch = c.channels[i];
     const std::string name = "channel " + std::to_string(ch.id);
-    if (!valid_frame_size(ch.frame_bytes)) {
-      return name + ": frameSize must be " + std::to_string(kMinFrameBytes) + ".." + std::to_string(kMaxFrameBytes);
-    }
+    if (!limits::frame_bytes.holds(ch.frame_bytes)) return name + ": " + limits::frame_bytes.refusal(ch.frame_bytes);
     if (!verbs::ipv4_is_multicast(ch.group_a)) return name + ": groupA must be an IPv4 multicast address";
     if (ch.group_b != 0 && !verbs::ipv4_is_multicast(ch.group_b)) return name + ": groupB must be an IPv4 multicast address";
     if (ch.group_b == ch.group_a) return name + ": groupB must differ from groupA";
-    if (ch.heartbeat_ns < 1'000'000) return name + ": heartbeat interval must be at least 1 ms";
-    if (ch.ring.max_frames == 0 || ch.ring.max_bytes < kMaxFrameBytes) return name + ": ring too small";
-    if (!snapshot_layout::valid_slot_bytes(ch.snapshot.slot_bytes) || ch.snapshot.slot_count == 0) {
-      return name + ": snapshot slot size must be a multiple of 64 in 128..4096 and slot count > 0";
+    if (ch.heartbeat_ns % 1'000'000 != 0 || !limits::heartbeat_ms.holds(ch.heartbeat_ns / 1'000'000)) {
+      return name + ": " + limits::heartbeat_ms.refusal(ch.heartbeat_ns / 1'000'000) + " (whole milliseconds)";
     }
+    if (!limits::ring_frames.holds(ch.ring.max_frames)) return name + ": " + limits::ring_frames.refusal(ch.ring.max_frames);
+    if (!limits::ring_bytes.holds(ch.ring.max_bytes)) return name + ": " + limits::ring_bytes.refusal(ch.ring.max_bytes);
+    if (!limits::snapshot_slots.holds(ch.snapshot.slot_count)) return name + ": " + limits::snapshot_slots.refusal(ch.snapshot.slot_count);
+    if (!snapshot_layout::valid_slot_bytes(ch.snapshot.slot_bytes)) return name + ": snapshot slot size must be a multiple of 64 in 128..4096";
     for (std::size_t j = 0; j < i; ++j) {
       if (c.channels[j].id == ch.id) return name + " is configured twice";
     }

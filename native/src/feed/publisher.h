@@ -42,6 +42,7 @@
 
 #include "engine/counters.h"
 #include "feed/feed_counters.def"
+#include "feed/feed_limits.h"
 #include "feed/frame.h"
 #include "feed/retransmit_ring.h"
 #include "feed/sequencer.h"
@@ -57,14 +58,14 @@ struct PublisherChannelConfig {
   std::uint32_t group_a = 0;  // IPv4 multicast, host byte order
   std::uint32_t group_b = 0;  // 0: no B line
   std::size_t frame_bytes = kDefaultFrameBytes;
-  std::uint64_t heartbeat_ns = 1'000'000'000;
+  std::uint64_t heartbeat_ns = limits::heartbeat_ms.fallback * 1'000'000;
   RetransmitConfig ring;
   SnapshotConfig snapshot;
 };
 
 struct PublisherConfig {
   std::vector<PublisherChannelConfig> channels;
-  std::uint32_t send_slots = 256;  // frames in flight
+  std::uint32_t send_slots = limits::send_slots.fallback;  // frames in flight
   std::uint32_t qkey = kFeedQkey;
   std::uint8_t hop_limit = 8;       // multicast TTL
   std::uint32_t previous_session = 0;  // the new session differs from it

@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include "feed/feed_limits.h"
+
 namespace qpgate::feed {
 
 struct RetransmitConfig {
-  static constexpr std::size_t kDefaultMaxFrames = 65536;
-  static constexpr std::size_t kDefaultMaxBytes = 64u << 20;  // 64 MiB
-  std::size_t max_frames = kDefaultMaxFrames;
-  std::size_t max_bytes = kDefaultMaxBytes;
+  std::size_t max_frames = limits::ring_frames.fallback;  // feed_config_limits.def
+  std::size_t max_bytes = limits::ring_bytes.fallback;
 };
 
 // The numbers of qpgate.recovery.v1.Status where they overlap.

@@ -24,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include "feed/feed_limits.h"
 #include "feed/frame.h"
 #include "feed/slot_index.h"
 
@@ -104,7 +105,7 @@ SlotCheck check_slot(std::span<const std::uint8_t> slot_copy, SlotContents* out 
 
 struct SnapshotConfig {
   std::size_t slot_bytes = snapshot_layout::kDefaultSlotBytes;
-  std::size_t slot_count = 16384;
+  std::size_t slot_count = limits::snapshot_slots.fallback;  // feed_config_limits.def
 };
 
 enum class ApplyResult : std::uint8_t {

@@ -13,8 +13,8 @@ namespace qpgate::feed {
 
 std::string validate(const SubscriberConfig& c) {
   if (c.channels.empty()) return "a subscriber needs at least one channel";
-  if (!valid_frame_size(c.max_frame_bytes)) return "maxFrameSize must be 128..4096";
-  if (c.recv_slots < 4 || c.recv_slots > 16384) return "recvSlots must be 4..16384";
+  if (!limits::max_frame_bytes.holds(c.max_frame_bytes)) return limits::max_frame_bytes.refusal(c.max_frame_bytes);
+  if (!limits::recv_slots.holds(c.recv_slots)) return limits::recv_slots.refusal(c.recv_slots);
   for (std::size_t i = 0; i < c.channels.size(); ++i) {
     const auto& ch = c.channels[i];
     const std::string name = "channel " + std::to_string(ch.id);

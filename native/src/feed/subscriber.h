@@ -35,6 +35,7 @@
 #include "feed/feed_counters.def"
 #include "engine/spsc_ring.h"
 #include "feed/arbiter.h"
+#include "feed/feed_limits.h"
 #include "feed/frame.h"
 #include "feed/recovery_client.h"
 #include "feed/ud_endpoint.h"
@@ -53,8 +54,8 @@ struct SubscriberChannelConfig {
 struct SubscriberConfig {
   std::uint32_t id = 0;  // written into every record (the feed agent assigns it)
   std::vector<SubscriberChannelConfig> channels;
-  std::size_t max_frame_bytes = kMaxFrameBytes;  // receive buffer = 40 + this
-  std::uint32_t recv_slots = 512;
+  std::size_t max_frame_bytes = limits::max_frame_bytes.fallback;  // receive buffer = 40 + this
+  std::uint32_t recv_slots = limits::recv_slots.fallback;
   std::uint32_t qkey = kFeedQkey;
   SubscriberRecoveryConfig recovery;
 };
