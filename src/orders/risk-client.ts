@@ -11,6 +11,15 @@
 //   await risk.fetchAdd(1n, 'creditLimit', 1_000_000n); // → the old limit
 //   await risk.whenDurable(1n, 'killSwitch', 1n);       // a gateway restart now comes back killed
 //   const words = await risk.readAll(1n);
+//
+// Liveness, as OrderClient's (src/orders/client.ts): with nothing in flight
+// the client READs the version word of its first account's risk.local page
+// every keepaliveMs, so a gateway that was killed or ended the session is
+// seen before the kill switch is needed, not at that moment. An operation
+// that completes in error (the probe's IBV_WC_RETRY_EXC_ERR, a refused rkey)
+// leaves the QP in ERR: the client emits 'disconnect' with the reason, fails
+// later operations at once, and reconnect() makes a new QP for the session.
+import { EventEmitter } from 'node:events';
 import { WC_STATUS_NAMES, WC_WORDS, WcWord, type WrOpcode } from '../native/verbs.js';
 import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
 
@@ -35,7 +44,23 @@ export type RiskWords = Record<Exclude<RiskWord, 'version'>, bigint>;
 
 export interface RiskClientOptions extends EndpointOptions {
   accounts: ReadonlyArray<bigint | number | string>;
+  /**
+   * With nothing in flight, probe the session this often with a one-sided
+   * READ (default 1000 ms; 0: never): a dead gateway or an ended session is
+   * seen within keepaliveMs + (retryCnt + 1) × the ACK timeout (≈ 1.5 s by default).
+   */
+  keepaliveMs?: number;
 }
+
+export interface RiskClientStats {
+  /** Operations that completed, successfully or not (keepalives not included). */
+  operations: number;
+  /** Keepalive READs answered. */
+  keepalives: number;
+  reconnects: number;
+}
+
+const DEFAULT_KEEPALIVE_MS = 1000;
 
 /** An RDMA operation that did not complete: the work completion status (IBV_WC_REM_ACCESS_ERR...). */
 export class RdmaError extends Error {
@@ -50,14 +75,21 @@ export class RdmaError extends Error {
 
 const SLOTS = 16;
 
-export class RiskClient {
+export class RiskClient extends EventEmitter {
   readonly #ep: RcEndpoint;
   /** Operations posted, by wr_id (32 bits: one operation at a time, so a wrapped id is long settled). */
   readonly #waiting = new Map<number, { resolve: (status: string) => void }>();
   #nextWr = 1;
   #chain: Promise<unknown> = Promise.resolve();
+  /** Operations asked for and not yet settled (the keepalive probes only when there are none). */
+  #unsettled = 0;
+  #connected = true;
+  #closed = false;
+  #keepaliveTimer: NodeJS.Timeout | undefined;
+  readonly #stats: RiskClientStats = { operations: 0, keepalives: 0, reconnects: 0 };
 
   private constructor(ep: RcEndpoint) {
+    super();
     this.#ep = ep;
     ep.watch(
       () => {
@@ -69,6 +101,10 @@ export class RiskClient {
   }
 
   static async connect(options: RiskClientOptions): Promise<RiskClient> {
+    const keepaliveMs = options.keepaliveMs ?? DEFAULT_KEEPALIVE_MS;
+    if (!(Number.isInteger(keepaliveMs) && keepaliveMs >= 0 && keepaliveMs <= 3_600_000)) {
+      throw new RangeError(`qpgate risk client: options.keepaliveMs: expected an integer 0 to 3600000 ms, got ${keepaliveMs}`);
+    }
     const ep = await RcEndpoint.create(options, {
       role: 'risk',
       accounts: options.accounts.map((a) => BigInt(a)),
@@ -83,7 +119,48 @@ export class RiskClient {
       await ep.close();
       throw err;
     }
-    return new RiskClient(ep);
+    const client = new RiskClient(ep);
+    if (keepaliveMs > 0) {
+      client.#keepaliveTimer = setInterval(() => client.#probe(), keepaliveMs);
+      client.#keepaliveTimer.unref();
+    }
+    return client;
+  }
+
+  /** False once an operation failed (the QP is in ERR) until reconnect() succeeds. */
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  stats(): RiskClientStats {
+    return { ...this.#stats };
+  }
+
+  /**
+   * A new QP for the same session (the handshake again, same name). Waits
+   * for the operations under way; those asked meanwhile run after it.
+   * Fails, and leaves the client disconnected, if the gateway does not answer.
+   */
+  reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('qpgate risk client: reconnect() after close()'));
+    const run = async (): Promise<void> => {
+      if (overrides.url !== undefined) this.#ep.options.url = overrides.url;
+      if (overrides.token !== undefined) this.#ep.options.token = overrides.token;
+      this.#stats.reconnects++;
+      this.#connected = false;
+      this.#waiting.clear();
+      while (this.#ep.pollCq() > 0); // completions of the QP we drop
+      try {
+        await this.#ep.connect();
+      } catch (err) {
+        this.#ep.dropQp();
+        throw err;
+      }
+      this.#connected = true;
+    };
+    const result = this.#chain.then(run, run);
+    this.#chain = result.catch(() => undefined);
+    return result;
   }
 
   get id(): number {
@@ -177,14 +254,38 @@ export class RiskClient {
   }
 
   async close(): Promise<void> {
-    await this.#ep.closeSession();
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#keepaliveTimer);
+    if (this.#connected) await this.#ep.closeSession();
     await this.#ep.close();
+  }
+
+  // The QP is in ERR (or gone): say so once; operations fail until reconnect().
+  #lost(reason: string): void {
+    if (!this.#connected) return;
+    this.#connected = false;
+    this.emit('disconnect', reason);
+  }
+
+  // One READ of the first account's risk.local version word when nothing is
+  // in flight: its ACK timeout and retries tell a dead gateway from a quiet one.
+  #probe(): void {
+    if (this.#closed || !this.#connected || this.#unsettled > 0) return;
+    const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local');
+    if (page === undefined) return;
+    this.#op('RDMA_READ', page.addr + BigInt(this.offset('version')), page.rkey, 0n, 0n, 'keepalive').then(
+      () => void this.#stats.keepalives++,
+      () => undefined, // #lost said why
+    );
   }
 
   // One operation at a time (a slot of the buffer per operation would allow
   // more; risk updates are rare and ordered by intent anyway).
-  #op(opcode: WrOpcode, remoteAddr: bigint, rkey: number, compareAdd = 0n, swap = 0n): Promise<bigint> {
+  #op(opcode: WrOpcode, remoteAddr: bigint, rkey: number, compareAdd = 0n, swap = 0n, what: 'keepalive' | 'operation' = 'operation'): Promise<bigint> {
     const run = async (): Promise<bigint> => {
+      if (this.#closed) throw new Error('qpgate risk client: closed');
+      if (!this.#connected) throw new Error(`qpgate risk client: not connected (a failed operation left the QP in ERR): call reconnect()`);
       const wrId = this.#nextWr;
       this.#nextWr = (this.#nextWr + 1) >>> 0 || 1;
       const at = this.#ep.sendOffset(0);
@@ -196,12 +297,18 @@ export class RiskClient {
       // The operation leaves at once; busy-poll for its completion (busyPollUs), then the event loop's wake-ups.
       this.#ep.kick();
       const status = await done;
+      if (what === 'operation') this.#stats.operations++;
       if (status !== 'IBV_WC_SUCCESS') {
-        throw new RdmaError(status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${status} (the QP is now ${this.#ep.qp.state})`);
+        const error = new RdmaError(status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${status} (the QP is now ${this.#ep.qp.state})`);
+        this.#lost(what === 'keepalive' ? `keepalive READ completed with ${status}` : error.message);
+        throw error;
       }
       return this.#ep.buffer.readBigUInt64LE(at);
     };
-    const result = this.#chain.then(run, run);
+    if (what === 'operation') this.#unsettled++;
+    const result = this.#chain.then(run, run).finally(() => {
+      if (what === 'operation') this.#unsettled--;
+    });
     this.#chain = result.catch(() => undefined);
     return result;
   }

@@ -12,32 +12,16 @@
 // with its pending requests kept for the next reconnect().
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { OrderClient } from '../../src/orders/client.js';
 import { Side } from '../../src/orders/messages.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { call, ordersYaml, startOrdersGateway, TOKENS, TOKENS_YAML, writeConfig } from './support.js';
+import { disconnected, keepalivesAnswered } from './liveness-support.js';
 
 const KEEPALIVE_MS = 200;
 const show = (v: unknown) => JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? x.toString() : x));
 const order = (id: bigint) => ({ clientOrderId: id, instrumentId: 1, side: Side.SIDE_BUY, price: 100, quantity: 1, account: 1n });
-
-/** The 'disconnect' reason, or a failure naming what the client saw by then. */
-async function disconnected(client: OrderClient, withinMs: number): Promise<{ reason: string; ms: number }> {
-  const t0 = performance.now();
-  const reason = await Promise.race([
-    once(client, 'disconnect').then(([r]) => r as string),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no 'disconnect' within ${withinMs} ms; stats ${JSON.stringify(client.stats())}, connected ${client.connected}`)), withinMs).unref()),
-  ]);
-  return { reason, ms: performance.now() - t0 };
-}
-
-async function keepalivesAnswered(client: OrderClient, n: number): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (client.stats().keepalives < n && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  assert.ok(client.stats().keepalives >= n, `keepalives answered: ${JSON.stringify(client.stats())}`);
-}
 
 test('an idle client sees its gateway SIGKILLed; reconnect fails while it is down and leaves it disconnected; the restarted gateway takes it back', { timeout: 120_000 }, async () => {
   const { file } = writeConfig(`feeds:\n  enabled: false\n${TOKENS_YAML}${ordersYaml()}`);
