@@ -194,6 +194,14 @@ export const ORDER_SERVICE_COUNTERS = [
     "label": ""
   },
   {
+    "name": "path_rearms",
+    "js": "pathRearms",
+    "kind": "kCount",
+    "help": "sessions armed again after a migration (the path they left is their alternate once more)",
+    "family": "qpgate_order_path_rearms_total",
+    "label": ""
+  },
+  {
     "name": "cq_overflows",
     "js": "cqOverflows",
     "kind": "kCount",
@@ -437,6 +445,18 @@ export const ORDER_METRICS = [
     "counters": [
       {
         "counter": "disconnects",
+        "label": ""
+      }
+    ]
+  },
+  {
+    "name": "qpgate_order_path_rearms_total",
+    "type": "counter",
+    "labelName": "",
+    "help": "Sessions armed again after a path migration, once their client followed: the path they left is their alternate once more, so they survive its return and a second failure.",
+    "counters": [
+      {
+        "counter": "pathRearms",
         "label": ""
       }
     ]

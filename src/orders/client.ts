@@ -101,6 +101,8 @@ export interface OrderClientStats {
   reconnects: number;
   /** Keepalive READs answered. */
   keepalives: number;
+  /** Times the session was armed again after a path migration (RcEndpoint.rearm). */
+  rearms: number;
   inFlight: number;
   queued: number;
 }
@@ -126,7 +128,7 @@ export class OrderClient extends EventEmitter {
   readonly #keepaliveSlot: number;
   #keepaliveTimer: NodeJS.Timeout | undefined;
   #keepaliveOutstanding = false;
-  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, keepalives: 0, inFlight: 0, queued: 0 };
+  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, keepalives: 0, rearms: 0, inFlight: 0, queued: 0 };
 
   private constructor(ep: RcEndpoint, options: OrderClientOptions) {
     super();
@@ -336,6 +338,8 @@ export class OrderClient extends EventEmitter {
     const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local' && r.access.includes('REMOTE_READ'));
     if (page === undefined) return;
     try {
+      // Nothing in flight: the gateway followed any migration, so the path left may be armed again.
+      if (this.#ep.rearm()) this.#stats.rearms++;
       this.#ep.qp.postSend([
         {
           wrId: BigInt(KEEPALIVE_WR_ID_HIGH) << 32n,

@@ -432,6 +432,26 @@ export class RcEndpoint {
     return answer;
   }
 
+  /**
+   * After a migration, the path the QP left becomes its alternate again
+   * (PATH_MIG_STATE REARM), as the gateway re-arms its side
+   * (native/src/verbs/rc_connect.h rearm_rc), so the session survives that
+   * link's return and a second failure. Call it only with nothing of ours in
+   * flight: that is what says the gateway followed the migration (until then
+   * our packets must carry MigReq, which an armed QP stops sending). True if it re-armed.
+   */
+  rearm(): boolean {
+    const qp = this.#qp;
+    const answer = this.#answer;
+    if (qp === undefined || answer === undefined || this.#alternatePath(answer).altPath === undefined) return false;
+    const now = qp.query();
+    if (now.state !== 'RTS' || now.pathMigState !== 'MIGRATED') return false;
+    const onAlternate = now.ahAttr.dgid === answer.alternateGid;
+    const left = onAlternate ? { dgid: answer.gid, hopLimit: 64, sgidIndex: this.device.gidIndex } : this.#alternatePath(answer).altPath!.ahAttr;
+    qp.modify({ altPath: { ahAttr: left, port: 1, pkeyIndex: 0, timeout: this.options.ackTimeout ?? ACK_TIMEOUT }, pathMigState: 'REARM' });
+    return true;
+  }
+
   /** The RTS step's altPath and pathMigState REARM when both ends have an alternate path. */
   #alternatePath(answer: SessionAnswer): Pick<QpAttrInput, 'altPath' | 'pathMigState'> {
     const local = this.device.alternateGid;

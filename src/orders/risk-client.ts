@@ -57,6 +57,8 @@ export interface RiskClientStats {
   operations: number;
   /** Keepalive READs answered. */
   keepalives: number;
+  /** Times the session was armed again after a path migration (RcEndpoint.rearm). */
+  rearms: number;
   reconnects: number;
 }
 
@@ -86,7 +88,7 @@ export class RiskClient extends EventEmitter {
   #connected = true;
   #closed = false;
   #keepaliveTimer: NodeJS.Timeout | undefined;
-  readonly #stats: RiskClientStats = { operations: 0, keepalives: 0, reconnects: 0 };
+  readonly #stats: RiskClientStats = { operations: 0, keepalives: 0, rearms: 0, reconnects: 0 };
 
   private constructor(ep: RcEndpoint) {
     super();
@@ -274,6 +276,13 @@ export class RiskClient extends EventEmitter {
     if (this.#closed || !this.#connected || this.#unsettled > 0) return;
     const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local');
     if (page === undefined) return;
+    // Nothing in flight: the gateway followed any migration, so the path left may be armed again.
+    try {
+      if (this.#ep.rearm()) this.#stats.rearms++;
+    } catch (err) {
+      this.#lost(`re-arm after a path migration failed: ${(err as Error).message}`);
+      return;
+    }
     this.#op('RDMA_READ', page.addr + BigInt(this.offset('version')), page.rkey, 0n, 0n, 'keepalive').then(
       () => void this.#stats.keepalives++,
       () => undefined, // #lost said why

@@ -5,20 +5,21 @@
 // primary link goes down: the session moves to the alternate path by itself
 // (no reconnect, no resend by the client), every order is answered exactly
 // once, app_seq runs 1, 2, 3... with no gap and no duplicate, no fill is lost,
-// and /v1/sessions shows the session on its alternate path, MIGRATED, after
-// one migration.
+// and /v1/sessions shows the session on its alternate path after one
+// migration, armed again by the gateway once the client followed. With the primary link back both ends re-arm, and the loss of
+// the alternate link then moves the session back to the primary.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
-import { FAILOVER_CLIENT, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
+import { FAILOVER_CLIENT, metricOf, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
 import { QPGATE_BIN } from '../support/paths.js';
 
 const skip = twoLinksUnavailable();
 
-test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost, MIGRATED once', { skip, timeout: 120_000 }, async () => {
+test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost; re-armed, it moves back when the alternate fails', { skip, timeout: 120_000 }, async () => {
   const links = makeTwoLinks(1);
   let gw: GatewayProcess | undefined;
   try {
@@ -63,11 +64,36 @@ test('a trading session survives the loss of its primary link: every order answe
     const moved = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
     assert.equal(moved['state'], 'RTS', JSON.stringify(moved));
     assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
-    assert.equal(moved['pathMigState'], 'MIGRATED', JSON.stringify(moved));
+    // Nothing of the gateway's in flight since (its client followed): it armed the path it left again.
+    assert.equal(moved['pathMigState'], 'ARMED', JSON.stringify(moved));
     assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
     // qpgate sessions, as an operator runs it in the gateway's namespace: PATH and MIGRATIONS.
     const table = links.runIn(links.gateway, [process.execPath, QPGATE_BIN, 'sessions', '--url', `http://127.0.0.1:${port}`, '--token', TOKENS.ops]);
-    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+-$`, 'm'), table);
+    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate ARMED\\s+1\\s+-$`, 'm'), table);
+
+    // The primary link is back: both ends re-arm (the gateway within 10 ms of
+    // the client following, the client at its next keepalive), so the loss of
+    // the alternate link now moves the session back instead of ending it.
+    links.up(links.primary);
+    client.stdin!.write('again\n');
+    const rearmed = await nextLine();
+    assert.equal(rearmed['phase'], 'rearmed');
+    assert.equal(rearmed['stats'].rearms, 1, JSON.stringify(rearmed));
+    links.down(links.alternate);
+    client.stdin!.write('go\n');
+    const again = await nextLine();
+    assert.equal(again['phase'], 'again');
+    assert.deepEqual(again['answers'], { ack: total + after }, 'every order answered once, by an ack');
+    assert.equal(again['fills'], total + after);
+    const seqsAgain = again['appSeqs'] as number[];
+    assert.deepEqual(seqsAgain, Array.from({ length: (total + after) * 2 }, (_, i) => i + 1), 'app_seq with no gap and no duplicate across both migrations');
+    assert.equal(again['stats'].reconnects, 0, 'the session moved back: the client did not reconnect');
+    const back = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(back['state'], 'RTS', JSON.stringify(back));
+    assert.equal(back['activePath'], 'primary', JSON.stringify(back));
+    assert.equal(back['pathMigrations'], 2, JSON.stringify(back));
+    assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 2, 'the gateway re-armed after each migration');
+    process.stdout.write(`# failover: ${done['firstAnswerMs'].toFixed(0)} ms to the alternate, ${again['firstAnswerMs'].toFixed(0)} ms back to the primary after the re-arm\n`);
     client.stdin!.write('close\n');
     await new Promise((r) => client.once('exit', r));
   } finally {

@@ -30,3 +30,10 @@ export function sessionsOf(links: TwoLinks, port: number): Array<Record<string, 
   return (JSON.parse(out) as { sessions: Array<Record<string, unknown>> }).sessions;
 }
 
+
+/** One unlabelled sample of GET /metrics from inside the gateway's namespace. */
+export function metricOf(links: TwoLinks, port: number, name: string): number | undefined {
+  const out = links.runIn(links.gateway, ['curl', '-sf', '-H', `authorization: Bearer ${TOKENS.ops}`, `http://127.0.0.1:${port}/metrics`]);
+  const line = out.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.split(' ')[1]);
+}

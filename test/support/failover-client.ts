@@ -6,8 +6,11 @@
 //                            then writes a line to stdin;
 //   {"phase":"done",...}     after `after` more: every sequenced message's app_seq, the
 //                            fills, the client's stats and how long the first order after
-//                            the line took (the failover time); it waits for a last stdin
-//                            line (the parent reads /v1/sessions meanwhile), then closes.
+//                            the line took (the failover time); it waits for a stdin line
+//                            (the parent reads /v1/sessions meanwhile): `close` closes, `again`
+//                            waits for the client's keepalive to re-arm the session, then
+//   {"phase":"rearmed",...}  the parent may take the alternate link down, then writes a line;
+//   {"phase":"again",...}    after `after` more orders, as "done"; then a last line closes.
 import { createInterface } from 'node:readline';
 import { OrderClient } from '../../src/orders/client.js';
 import { Side, type SequencedMessage } from '../../src/orders/messages.js';
@@ -59,15 +62,30 @@ const kinds: Record<string, number> = {};
 const count = (k: string): void => void (kinds[k] = (kinds[k] ?? 0) + 1);
 for (let i = 0; i < args.before; i++) count(await order());
 say({ phase: 'primary', session: client.id, lastAppSeq: Number(client.lastAppSeq) });
+/** `after` orders, the first one timed (the failover time), and their fills: what "done" and "again" report. */
+async function trade(): Promise<number> {
+  const t0 = performance.now();
+  count(await order());
+  const firstMs = performance.now() - t0;
+  for (let i = 1; i < args.after; i++) count(await order());
+  // The last pair's fills follow its ack: wait until every order's fill is in.
+  const deadline = Date.now() + 5000;
+  while (fills < next - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  return firstMs;
+}
+
 await lines.next();
-const t0 = performance.now();
-count(await order());
-const firstAnswerMs = performance.now() - t0;
-for (let i = 1; i < args.after; i++) count(await order());
-// The last pair's fills follow its ack: wait until every order's fill is in.
-const deadline = Date.now() + 5000;
-while (fills < next - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+const firstAnswerMs = await trade();
 say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs });
-await lines.next();
+if ((await lines.next()).value === 'again') {
+  // The keepalive (every keepaliveMs, with nothing in flight) re-arms the path left.
+  const deadline = Date.now() + 10_000;
+  while (client.stats().rearms === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  say({ phase: 'rearmed', stats: client.stats() });
+  await lines.next();
+  const againMs = await trade();
+  say({ phase: 'again', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs: againMs });
+  await lines.next();
+}
 await client.close();
 process.exit(0);

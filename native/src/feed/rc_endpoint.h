@@ -33,6 +33,8 @@ class RcEndpoint {
   verbs::RcPeer local() const { return local_; }
   verbs::Status connect(const verbs::RcPeer& peer, const verbs::RcParams& params);
   verbs::RcPathInfo path() const { return channel_->path(); }
+  // After a migration the peer followed, the path left becomes the alternate again (RcChannel::rearm).
+  verbs::Result<bool> rearm() { return channel_->rearm(); }
   bool connected() const { return connected_; }
   // The QP went to ERR (a completion with an error status, or closed).
   bool failed() const { return failed_; }

@@ -476,6 +476,8 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
       if (s.state() != verbs::QpState::RTS) {
         poll_session(s, now_ns);
         if (!s.disconnected) lose(s, now_ns, ended_by_state(s.state()));
+      } else if (const verbs::Result<bool> r = s.channel().rearm(); r.ok() && *r) {
+        counters_.path_rearms.add();
       }
     }
   }

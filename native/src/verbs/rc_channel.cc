@@ -66,10 +66,16 @@ RcChannel::~RcChannel() {
 
 Status RcChannel::connect(const RcParams& local, const RcPeer& peer) {
   if (Status s = connect_rc(*qp_, local, peer); !s.ok()) return s;
+  local_ = local;
   peer_ = peer;
   armed_ = arms_alternate(local, peer);
   repost_receives();
   return {};
+}
+
+Result<bool> RcChannel::rearm() {
+  if (!armed_ || sends_in_flight_ != 0) return false;
+  return rearm_rc(*qp_, local_, peer_);
 }
 
 void RcChannel::to_error() {

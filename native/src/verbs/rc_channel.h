@@ -61,6 +61,10 @@ class RcChannel {
   Status connect(const RcParams& local, const RcPeer& peer);
   // The path the QP runs on (rc_path.h), towards the peer connect() was given.
   RcPathInfo path() const { return rc_path_info(*qp_, peer_, armed_); }
+  // After a migration, once nothing of ours is unacknowledged (the peer
+  // followed): the path the QP left becomes its alternate again (rearm_rc).
+  // True if it re-armed.
+  Result<bool> rearm();
   // QP → ERR: the peer's next request fails; our posted WRs flush.
   void to_error();
 
@@ -109,7 +113,8 @@ class RcChannel {
   std::vector<SendWr> staged_;
   std::uint32_t next_send_slot_ = 0;
   std::uint32_t sends_in_flight_ = 0;
-  RcPeer peer_;         // what connect() was given
+  RcParams local_;      // what connect() was given
+  RcPeer peer_;
   bool armed_ = false;  // connect() loaded an alternate path (arms_alternate)
 };
 

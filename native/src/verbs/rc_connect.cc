@@ -82,4 +82,24 @@ Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
   return Status{};
 }
 
+Result<bool> rearm_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
+  if (!arms_alternate(local, peer)) return false;
+  Result<QpAttr> now = qp.query();
+  if (!now.ok()) return now.error();
+  if (now->qp_state != QpState::RTS || now->path_mig_state != MigState::MIGRATED) return false;
+  const bool on_alternate = now->ah_attr.dgid == *peer.alt_gid;
+  QpAttr a;
+  a.alt_ah_attr = now->ah_attr;
+  a.alt_ah_attr.dgid = on_alternate ? peer.gid : *peer.alt_gid;
+  a.alt_ah_attr.sgid_index = on_alternate ? local.sgid_index : *local.alt_sgid_index;
+  a.alt_port_num = 1;
+  a.alt_pkey_index = 0;
+  a.alt_timeout = local.timeout;
+  a.path_mig_state = MigState::REARM;
+  if (Status s = qp.modify(a, QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE); !s.ok()) {
+    return Error{s.error().code, "re-arm (ALT_PATH, PATH_MIG_STATE REARM): " + s.error().message};
+  }
+  return true;
+}
+
 }  // namespace qpgate::verbs

@@ -66,4 +66,15 @@ bool peer_holds_acks(const RcParams& local, const RcPeer& peer);
 // failure the QP is left where it stopped and the Status names the transition and attribute refused.
 Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
 
+// After a migration: an armed QP (arms_alternate) in RTS whose
+// path_mig_state is MIGRATED runs on one of its two paths and has none to
+// fall back on. This loads the path it left as its new alternate with
+// PATH_MIG_STATE REARM (ARMED), so it can migrate back should the path it
+// runs on fail in turn. The caller re-arms only once the peer has followed
+// (nothing of ours unacknowledged since the migration): until then our
+// packets must carry MigReq = 1, which an ARMED QP stops sending, or a peer
+// still on the old path would never follow. True if it re-armed; false if
+// there was nothing to do (not armed at connect, not migrated, not in RTS).
+Result<bool> rearm_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
+
 }  // namespace qpgate::verbs

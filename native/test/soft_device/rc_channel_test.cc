@@ -171,6 +171,57 @@ TEST(RcChannel, WithSecondAddressesAtBothEndsASessionMovesToItsAlternatePathWhen
   }
 }
 
+// After a migration each end re-arms once nothing of its own is
+// unacknowledged (rearm_rc): the path it left is its alternate again, so when
+// that link is back and the one it moved to fails in turn, the session moves
+// back instead of ending.
+TEST(RcChannel, ARearmedSessionMovesBackWhenThePathItMovedToFailsInTurn) {
+  ChannelPair p("127.62.56.1", "127.62.56.2", {.recv_slots = 4, .recv_bytes = 64, .send_slots = 2, .send_bytes = 64},
+                "127.62.57.1", "127.62.57.2");
+  ASSERT_TRUE(p.ok());
+  const auto down = [&](const char* address) {
+    FaultPlan plan;
+    plan.tx.drop = 1.0;
+    plan.rx.drop = 1.0;
+    plan.local_address = ip_from_gid(Gid::parse(address).value());
+    p.da->inject_faults(plan);
+  };
+  const auto deliver = [&](const std::string& text) {
+    p.send(text);
+    ASSERT_TRUE(p.a->flush_sends().ok());
+    const auto got = p.poll(*p.b, 1, std::chrono::seconds(5));
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].status, WcStatus::IBV_WC_SUCCESS);
+    EXPECT_EQ(text_of(p.b->received(got[0])), text);
+    p.b->release_receive(RcChannel::slot_of(got[0]));
+    p.b->repost_receives();
+    const auto sent = p.poll(*p.a, 1, std::chrono::seconds(2));
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].status, WcStatus::IBV_WC_SUCCESS);
+  };
+  for (RcChannel* c : {p.a.get(), p.b.get()}) EXPECT_FALSE(c->rearm().value()) << "armed already: nothing to do";
+
+  down("127.62.56.1");
+  deliver("over the alternate");
+  p.da->inject_faults(FaultPlan{});  // the primary link is back
+  for (RcChannel* c : {p.a.get(), p.b.get()}) {
+    EXPECT_EQ(c->path().mig_state, MigState::MIGRATED);
+    EXPECT_TRUE(c->rearm().value()) << "migrated, nothing in flight: re-armed";
+    const RcPathInfo path = c->path();
+    EXPECT_EQ(path.mig_state, MigState::ARMED);
+    EXPECT_EQ(path.active, ActivePath::kAlternate);
+  }
+
+  down("127.62.57.1");  // now the alternate link fails
+  deliver("back over the primary");
+  for (RcChannel* c : {p.a.get(), p.b.get()}) {
+    const RcPathInfo path = c->path();
+    EXPECT_EQ(path.mig_state, MigState::MIGRATED);
+    EXPECT_EQ(path.active, ActivePath::kPrimary);
+    EXPECT_EQ(path.migrations, 2u);
+  }
+}
+
 TEST(RcChannel, ASecondAddressAtOneEndOnlyArmsNothing) {
   ChannelPair p("127.62.54.1", "127.62.54.2", {.recv_slots = 1, .recv_bytes = 64, .send_slots = 1, .send_bytes = 64},
                 "127.62.55.1", nullptr);
