@@ -150,7 +150,7 @@ void bench_ack_path(const char* name, const std::vector<Request>& reqs, const st
   const double total = static_cast<double>(ns_between(start, Clock::now())) / 1e9;
   report((std::string{name} + ": until durable").c_str(), ns, total);
   report((std::string{name} + ": on_message alone").c_str(), handle_ns, total);
-  if (h->counters().trades.get() == 0 || h->counters().journal_records.get() < reqs.size()) std::abort();
+  if (h->counters().trades.get() == 0 || h->journal().stats().records_appended < reqs.size()) std::abort();
   h.reset();
   std::filesystem::remove(path);
 }
