@@ -85,6 +85,8 @@ export class RiskClient extends EventEmitter {
   #chain: Promise<unknown> = Promise.resolve();
   /** Operations asked for and not yet settled (the keepalive probes only when there are none). */
   #unsettled = 0;
+  /** A keepalive READ is queued or in flight: the next tick sends none. */
+  #probing = false;
   #connected = true;
   #closed = false;
   #keepaliveTimer: NodeJS.Timeout | undefined;
@@ -273,7 +275,7 @@ export class RiskClient extends EventEmitter {
   // One READ of the first account's risk.local version word when nothing is
   // in flight: its ACK timeout and retries tell a dead gateway from a quiet one.
   #probe(): void {
-    if (this.#closed || !this.#connected || this.#unsettled > 0) return;
+    if (this.#closed || !this.#connected || this.#unsettled > 0 || this.#probing) return;
     const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local');
     if (page === undefined) return;
     // Nothing in flight: the gateway followed any migration, so the path left may be armed again.
@@ -283,10 +285,13 @@ export class RiskClient extends EventEmitter {
       this.#lost(`re-arm after a path migration failed: ${(err as Error).message}`);
       return;
     }
-    this.#op('RDMA_READ', page.addr + BigInt(this.offset('version')), page.rkey, 0n, 0n, 'keepalive').then(
-      () => void this.#stats.keepalives++,
-      () => undefined, // #lost said why
-    );
+    this.#probing = true;
+    this.#op('RDMA_READ', page.addr + BigInt(this.offset('version')), page.rkey, 0n, 0n, 'keepalive')
+      .then(
+        () => void this.#stats.keepalives++,
+        () => undefined, // #lost said why
+      )
+      .finally(() => (this.#probing = false));
   }
 
   // One operation at a time (a slot of the buffer per operation would allow
