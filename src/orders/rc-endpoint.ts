@@ -443,11 +443,12 @@ export class RcEndpoint {
   rearm(): boolean {
     const qp = this.#qp;
     const answer = this.#answer;
-    if (qp === undefined || answer === undefined || this.#alternatePath(answer).altPath === undefined) return false;
+    const alternate = answer === undefined ? undefined : this.#alternatePath(answer).altPath;
+    if (qp === undefined || answer === undefined || alternate === undefined) return false;
     const now = qp.query();
     if (now.state !== 'RTS' || now.pathMigState !== 'MIGRATED') return false;
     const onAlternate = now.ahAttr.dgid === answer.alternateGid;
-    const left = onAlternate ? { dgid: answer.gid, hopLimit: 64, sgidIndex: this.device.gidIndex } : this.#alternatePath(answer).altPath!.ahAttr;
+    const left = onAlternate ? { dgid: answer.gid, hopLimit: 64, sgidIndex: this.device.gidIndex } : alternate.ahAttr;
     qp.modify({ altPath: { ahAttr: left, port: 1, pkeyIndex: 0, timeout: this.options.ackTimeout ?? ACK_TIMEOUT }, pathMigState: 'REARM' });
     return true;
   }
