@@ -574,6 +574,14 @@ export const FEED_RECOVERY_CLIENT_COUNTERS = [
     "help": "completions with an error status",
     "family": "",
     "label": ""
+  },
+  {
+    "name": "path_rearms",
+    "js": "pathRearms",
+    "kind": "kCount",
+    "help": "times the connection was armed again after a path migration",
+    "family": "",
+    "label": ""
   }
 ] as const;
 
@@ -642,6 +650,14 @@ export const FEED_RECOVERY_SESSION_COUNTERS = [
     "js": "errors",
     "kind": "kCount",
     "help": "completion errors (the QP went to ERR)",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "path_rearms",
+    "js": "pathRearms",
+    "kind": "kCount",
+    "help": "times the session was armed again after a path migration",
     "family": "",
     "label": ""
   },

@@ -99,6 +99,8 @@ export interface NativeFeedSubscriber {
   connectRecovery(gateway: RcEndpointInfo): void;
   /** A new recovery QP in place of the old one (after the gateway restarted, or the QP failed): our new side, to connect with connectRecovery. */
   renewRecovery(): RcEndpointInfo;
+  /** The path the recovery connection runs on; null without one or before it is connected. */
+  recoveryPath(): RcPathInfo | null;
   /** The application's queue, reported to the gateway over the recovery connection. */
   reportConsumer(load: { queued: number; dropped: number; conflated: number }): void;
   close(): void;

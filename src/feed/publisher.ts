@@ -235,7 +235,8 @@ export class FeedPublisher {
    */
   openRecoverySession(options: { session: number; channels: readonly number[]; remote: RcEndpointInfo; limits?: RecoveryLimits }): RcEndpointInfo {
     const a = this.#native.openRecoverySession({ ...options, channels: [...options.channels] });
-    return { qpn: a.qpn, psn: a.psn, gid: a.gid, mtu: a.mtu };
+    // alternateGid with the rest: without it the subscriber's end is never armed and only the gateway's could migrate.
+    return { qpn: a.qpn, psn: a.psn, gid: a.gid, mtu: a.mtu, alternateGid: a.alternateGid ?? null };
   }
 
   /** Closes a recovery session (its QP to ERR). False if it is not open on this publisher. */

@@ -13,6 +13,7 @@
 // counted with its reason (stats().recovery).
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import type { FeedRecoveryClientCounterValues } from '../declared/feed-counters.js';
 import type { NativeFeedSubscriber, RcEndpointInfo } from './native.js';
 import type { RecoveryHandshake, RecoveryHandshakeAnswer } from './recovery-handshake.js';
 
@@ -27,6 +28,12 @@ export interface RecoveryLinkStats {
   /** What ended the last session, and the last failed attempt's error. */
   lastReason: string | undefined;
   lastError: string | undefined;
+  /**
+   * The native connection's counters (feed_counters.def, summed over the
+   * renewals): requests, replies, errors, pathRearms (armed again after a path
+   * migration, docs/protocol.md §1.10)...
+   */
+  connection: FeedRecoveryClientCounterValues | undefined;
 }
 
 export interface RecoveryLinkOptions {
@@ -46,7 +53,7 @@ export class RecoveryLink {
   #renewing: Promise<void> | undefined;
   #errorsAtConnect = 0;
   #closed = false;
-  readonly #stats: RecoveryLinkStats = { session: undefined, renewals: 0, failedAttempts: 0, lastReason: undefined, lastError: undefined };
+  readonly #stats: Omit<RecoveryLinkStats, 'connection'> = { session: undefined, renewals: 0, failedAttempts: 0, lastReason: undefined, lastError: undefined };
 
   constructor(native: NativeFeedSubscriber, options: RecoveryLinkOptions) {
     this.#native = native;
@@ -58,8 +65,13 @@ export class RecoveryLink {
     await this.#handshake(local);
   }
 
+  /** The gateway's recovery session id now (undefined while a renewal is under way). */
+  get session(): number | undefined {
+    return this.#stats.session;
+  }
+
   stats(): RecoveryLinkStats {
-    return { ...this.#stats };
+    return { ...this.#stats, connection: this.#native.stats().recovery };
   }
 
   /** Called periodically: an error completion since the connection means the QP failed. */

@@ -22,7 +22,7 @@
 // unrecoverable. When the gateway restarts (a new feed session) or the
 // recovery QP fails, the session is made again (recovery-link.ts).
 import { Engine, type EngineOptions } from '../native/engine.js';
-import type { OpenDeviceOptions, OpenIbvDeviceOptions } from '../native/verbs.js';
+import type { OpenDeviceOptions, OpenIbvDeviceOptions, RcPathInfo } from '../native/verbs.js';
 import { FeedBatch, type FeedMessage } from './feed-batch.js';
 export { FeedBatch, type FeedMessage } from './feed-batch.js';
 import { summarize, type LatencySummary } from './latency.js';
@@ -297,7 +297,17 @@ export class FeedSubscriber implements AsyncIterable<FeedMessage> {
 
   /** The gateway's recovery session id (undefined without recovery, or while it is made again). */
   get recoverySessionId(): number | undefined {
-    return this.#recovery?.stats().session;
+    return this.#recovery?.session;
+  }
+
+  /**
+   * The path our end of the recovery session runs on (docs/protocol.md §1.10):
+   * `activePath` 'primary' or 'alternate' (null without an alternate path),
+   * `pathMigState`, `pathMigrations`. Undefined without recovery or while it is
+   * made again. A call into the engine: for an operator's view, not a hot path.
+   */
+  recoveryPath(): RcPathInfo | undefined {
+    return this.#native.recoveryPath() ?? undefined;
   }
 
   /** @internal The connected recovery session, kept up from here on. */

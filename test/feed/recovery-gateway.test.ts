@@ -139,3 +139,40 @@ ${syntheticFeedYaml({ group, heartbeatMs: 5, instruments: 40, ratePerSec: 20000 
     await gw.close();
   }
 });
+
+test('with two addresses at both ends, both ends of a recovery session arm the alternate path (the handshake carries both GIDs)', async () => {
+  const group = `239.78.${96 + Math.floor(Math.random() * 4)}.${1 + Math.floor(Math.random() * 200)}`;
+  const { file, dir } = writeConfig(`control:
+  tokens:
+    - {name: ops, scope: admin, token: ${ADMIN_TOKEN}}
+    - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
+${syntheticFeedYaml({ group, heartbeatMs: 5, instruments: 4, ratePerSec: 100 })}`);
+  const config = loadConfig({
+    env: {},
+    file,
+    overrides: ['control.port=0', `state.dir=${dir}`, `backend.address=${freeLoopbackAddress()}`, `backend.alternateAddress=${freeLoopbackAddress()}`],
+  });
+  const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
+  try {
+    const sub = await subscribe({
+      device: { address: freeLoopbackAddress(), alternateAddress: freeLoopbackAddress() },
+      channels: [{ id: 1, groupA: group }],
+      recovery: { name: 'two-paths', url: gw.url, token: FEED_TOKEN },
+    });
+    try {
+      // The test of the migration itself needs two links: test/feed/recovery-path-migration.test.ts.
+      assert.deepEqual(sub.recoveryPath(), { activePath: 'primary', pathMigState: 'ARMED', pathMigrations: 0 }, "the subscriber's end");
+      const listed = await call(gw.url, 'GET', '/v1/sessions', ADMIN_TOKEN);
+      const mine = (listed.json.sessions as Array<Record<string, unknown>>).find((s) => s['id'] === sub.recoverySessionId)!;
+      assert.equal(mine['activePath'], 'primary', JSON.stringify(mine));
+      assert.equal(mine['pathMigState'], 'ARMED', "the gateway's end");
+    } finally {
+      await sub.close();
+    }
+    const single = await subscribe({ device: { address: freeLoopbackAddress() }, channels: [{ id: 1, groupA: group }], recovery: { name: 'one-path', url: gw.url, token: FEED_TOKEN } });
+    assert.deepEqual(single.recoveryPath(), { activePath: null, pathMigState: null, pathMigrations: 0 }, 'one address: no alternate path');
+    await single.close();
+  } finally {
+    await gw.close();
+  }
+});

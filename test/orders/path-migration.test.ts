@@ -10,9 +10,10 @@
 // the alternate link then moves the session back to the primary.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
+import { childLines } from '../support/child-lines.js';
 import { FAILOVER_CLIENT, metricOf, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
 import { QPGATE_BIN } from '../support/paths.js';
@@ -22,22 +23,18 @@ const skip = twoLinksUnavailable();
 test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost; re-armed, it moves back when the alternate fails', { skip, timeout: 120_000 }, async () => {
   const links = makeTwoLinks(1);
   let gw: GatewayProcess | undefined;
+  let client: ChildProcess | undefined;
   try {
     const started = await startTwoLinkGateway(links);
     gw = started.gw;
     const { port } = started;
     const before = 20;
     const after = 20;
-    const client = links.spawnIn(links.client, [process.execPath, FAILOVER_CLIENT, JSON.stringify({
+    client = links.spawnIn(links.client, [process.execPath, FAILOVER_CLIENT, JSON.stringify({
       url: `http://${links.primary.gatewayAddress}:${port}`, token: TOKENS.desk, name: 'apm-desk',
       address: links.primary.clientAddress, alternateAddress: links.alternate.clientAddress, before, after,
     })], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const out = createInterface({ input: client.stdout! })[Symbol.asyncIterator]();
-    const nextLine = async (): Promise<Record<string, any>> => {
-      const r = await out.next();
-      assert.ok(!r.done, `the client ended early\n${gw!.output()}`);
-      return JSON.parse(r.value as string) as Record<string, any>;
-    };
+    const nextLine = childLines(client, () => gw!.output());
 
     const primary = await nextLine();
     assert.equal(primary['phase'], 'primary');
@@ -95,8 +92,10 @@ test('a trading session survives the loss of its primary link: every order answe
     assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 2, 'the gateway re-armed after each migration');
     process.stdout.write(`# failover: ${done['firstAnswerMs'].toFixed(0)} ms to the alternate, ${again['firstAnswerMs'].toFixed(0)} ms back to the primary after the re-arm\n`);
     client.stdin!.write('close\n');
-    await new Promise((r) => client.once('exit', r));
+    await new Promise((r) => client!.once('exit', r));
   } finally {
+    // A failed assertion leaves the client waiting on stdin: without this the test process never ends.
+    if (client !== undefined && client.exitCode === null) client.kill('SIGKILL');
     gw?.child.kill('SIGTERM');
     if (gw) await gw.exited;
     links.close();

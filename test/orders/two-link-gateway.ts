@@ -1,5 +1,5 @@
-// A gateway with order entry in the gateway namespace of two-links.ts, for
-// the path migration test and the failover bench: `qpgate serve` with
+// A gateway with order entry (and a feed, if asked) in the gateway namespace
+// of two-links.ts, for the path migration tests and the failover bench: `qpgate serve` with
 // backend.address on the primary link and backend.alternateAddress on the
 // alternate one.
 import { fileURLToPath } from 'node:url';
@@ -11,9 +11,17 @@ import { ordersYaml, TOKENS, TOKENS_YAML, writeConfig } from './support.js';
 /** The client half (test/support/failover-client.ts), compiled. */
 export const FAILOVER_CLIENT = fileURLToPath(new URL('../support/failover-client.js', import.meta.url));
 
-/** `qpgate serve` in the gateway's namespace with both addresses, its control plane on every address of that namespace. */
-export async function startTwoLinkGateway(links: TwoLinks): Promise<{ gw: GatewayProcess; port: number }> {
-  const { file } = writeConfig(`feeds:\n  enabled: false\n${TOKENS_YAML}${ordersYaml()}`);
+/**
+ * `qpgate serve` in the gateway's namespace with both addresses, its control
+ * plane on every address of that namespace; `feedsYaml` a feeds section
+ * (default: no feed) and `tokensYaml` more tokens after TOKENS_YAML's.
+ */
+export async function startTwoLinkGateway(
+  links: TwoLinks,
+  options: { feedsYaml?: string; tokensYaml?: string } = {},
+): Promise<{ gw: GatewayProcess; port: number }> {
+  const feeds = options.feedsYaml ?? 'feeds:\n  enabled: false\n';
+  const { file } = writeConfig(`${feeds}${TOKENS_YAML}${options.tokensYaml ?? ''}${ordersYaml()}`);
   const gw = await startGatewayProcess(
     ['-c', file, '--set', `backend.address=${links.primary.gatewayAddress}`, '--set', `backend.alternateAddress=${links.alternate.gatewayAddress}`,
       '--set', 'control.host=0.0.0.0', '--set', 'control.allowPlaintextOnNetwork=true'],

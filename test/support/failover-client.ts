@@ -11,28 +11,17 @@
 //                            waits for the client's keepalive to re-arm the session, then
 //   {"phase":"rearmed",...}  the parent may take the alternate link down, then writes a line;
 //   {"phase":"again",...}    after `after` more orders, as "done"; then a last line closes.
-import { createInterface } from 'node:readline';
 import { OrderClient } from '../../src/orders/client.js';
+import { childArgs, parentLines, say, type TwoLinkClientArgs } from './child-lines.js';
 import { Side, type SequencedMessage } from '../../src/orders/messages.js';
 
-interface Args {
-  url: string;
-  token: string;
-  name: string;
-  address: string;
-  alternateAddress: string;
+interface Args extends TwoLinkClientArgs {
   before: number;
   after: number;
 }
 
-if (process.argv[2] === undefined) {
-  // `node --test dist/test/` runs every file under test/ without arguments.
-  console.log('# failover-client: path-migration.test.ts and bench/orders/failover.ts run it with its JSON arguments; nothing to do here');
-  process.exit(0);
-}
-const args = JSON.parse(process.argv[2]) as Args;
-const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-const say = (o: object): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
+const args = childArgs<Args>('failover-client', 'path-migration.test.ts and bench/orders/failover.ts');
+const lines = parentLines();
 
 const client = await OrderClient.connect({
   url: args.url,

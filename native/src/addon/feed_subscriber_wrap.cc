@@ -32,6 +32,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
                         InstanceMethod<&SubscriberWrap::RecoveryLocal>("recoveryLocal"),
                         InstanceMethod<&SubscriberWrap::ConnectRecovery>("connectRecovery"),
                         InstanceMethod<&SubscriberWrap::RenewRecovery>("renewRecovery"),
+                        InstanceMethod<&SubscriberWrap::RecoveryPath>("recoveryPath"),
                         InstanceMethod<&SubscriberWrap::ReportConsumer>("reportConsumer"),
                         InstanceMethod<&SubscriberWrap::Close>("close")});
   }
@@ -87,6 +88,24 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     });
     if (!st.ok()) throw Napi::Error::New(env, "subscriber.connectRecovery: " + std::string(st.message()));
     return env.Undefined();
+  }
+  // recoveryPath(): the path the recovery connection runs on ({activePath,
+  // pathMigState, pathMigrations}, docs/protocol.md §1.10); null without one or
+  // before it is connected.
+  Napi::Value RecoveryPath(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (h_.id == 0 || !recovery_local_) return env.Null();
+    const std::uint32_t id = h_.id;
+    feed::FeedAgent* agent = h_.agent;
+    std::optional<verbs::RcPathInfo> path;
+    h_.engine->run_on_engine([&] {
+      feed::Subscriber* s = agent->subscriber(id);
+      if (s != nullptr && s->recovery() != nullptr && s->recovery()->connected()) path = s->recovery()->path();
+    });
+    if (!path) return env.Null();
+    Napi::Object o = Napi::Object::New(env);
+    set_rc_path(env, o, *path);
+    return o;
   }
   // renewRecovery(): a new recovery QP in place of the old one (feed::Subscriber::renew_recovery); our new side.
   Napi::Value RenewRecovery(const Napi::CallbackInfo& info) {

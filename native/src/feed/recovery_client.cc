@@ -24,6 +24,13 @@ verbs::Status RecoveryClient::connect(const verbs::RcPeer& peer) {
   return ep_->connect(peer, p);
 }
 
+void RecoveryClient::rearm_when_due(std::uint64_t now_ns) {
+  if (now_ns < next_rearm_check_ns_ || !ep_->connected()) return;
+  next_rearm_check_ns_ = now_ns + verbs::kRcCheckIntervalNs;
+  // A failure leaves it MIGRATED: it ends as it would have without the re-arm.
+  if (const verbs::Result<bool> r = ep_->rearm(); r.ok() && *r) counters_->path_rearms.add();
+}
+
 template <class Q>
 bool RecoveryClient::send_request(const Q& q) {
   const auto out = ep_->send_buffer();

@@ -58,6 +58,12 @@ class RecoveryClient {
   // Made, not yet connected (the handshake is under way): a recovery need waits for it without timing out.
   bool connecting() const { return !ep_->connected() && !ep_->failed(); }
   verbs::QpState state() const { return ep_->state(); }
+  verbs::RcPathInfo path() const { return ep_->path(); }
+
+  // Every verbs::kRcCheckIntervalNs: after a path migration the gateway
+  // followed, the path left becomes the alternate again (RcEndpoint::rearm),
+  // so a second failure moves the connection back instead of ending it.
+  void rearm_when_due(std::uint64_t now_ns);
 
   std::uint64_t next_request_id() { return ++last_request_id_; }
   bool send(const recovery::RetransmitRequest& q);
@@ -102,6 +108,7 @@ class RecoveryClient {
   std::unique_ptr<RcEndpoint> ep_;
   std::unique_ptr<recovery::Reply> reply_;  // decoded in place (its frame table is large)
   std::uint64_t last_request_id_ = 0;
+  std::uint64_t next_rearm_check_ns_ = 0;
   std::shared_ptr<RecoveryClientCounters> counters_ = std::make_shared<RecoveryClientCounters>();
 };
 

@@ -22,11 +22,6 @@ std::string validate(const RecoveryLimits& l) {
   return "";
 }
 
-namespace {
-// A migrated session is re-armed within this of its client following (the order service's period too).
-constexpr std::uint64_t kRearmCheckNs = 10'000'000;
-}  // namespace
-
 struct RecoveryService::Session {
   Session(const RecoverySessionConfig& c, std::unique_ptr<RcEndpoint> e, std::uint64_t now_ns)
       : config(c), ep(std::move(e)), bucket(c.limits.messages_per_second, c.limits.burst_messages, now_ns),
@@ -47,7 +42,7 @@ struct RecoveryService::Session {
   std::shared_ptr<RecoverySessionCounters> counters;
   // Requests received but not served yet: a snapshot is still streaming, or no send slot was free.
   std::deque<RcEndpoint::Completion> waiting;
-  // When to look for a migration to re-arm after (RcEndpoint::rearm), every kRearmCheckNs.
+  // When to look for a migration to re-arm after (RcEndpoint::rearm), every verbs::kRcCheckIntervalNs.
   std::uint64_t next_rearm_check_ns = 0;
   // The snapshot being streamed.
   bool streaming = false;
@@ -129,8 +124,9 @@ int RecoveryService::do_work(std::uint64_t now_ns) {
       continue;
     }
     if (now_ns >= s.next_rearm_check_ns) {
-      s.next_rearm_check_ns = now_ns + kRearmCheckNs;
-      (void)s.ep->rearm();  // a failure leaves it MIGRATED: it ends as it would have without the re-arm
+      s.next_rearm_check_ns = now_ns + verbs::kRcCheckIntervalNs;
+      // A failure leaves it MIGRATED: it ends as it would have without the re-arm.
+      if (const verbs::Result<bool> r = s.ep->rearm(); r.ok() && *r) s.counters->path_rearms.add();
     }
     if (s.streaming && stream_snapshot(s)) ++work;
     // One reply per request needs one send slot (a snapshot streams on).

@@ -253,6 +253,7 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       if (d != 0 && (deadline_ns_ == 0 || d < deadline_ns_)) deadline_ns_ = d;
     }
     report(now_ns);
+    recovery_->rearm_when_due(now_ns);
   }
   for (auto& c : channels_) c->out = nullptr;
   return work;

@@ -213,7 +213,7 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   if (req.role == SessionRole::kTrading) {
     handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
   }
-  s->next_state_check_ns = now_ns + kStateCheckNs;
+  s->next_state_check_ns = now_ns + verbs::kRcCheckIntervalNs;
   SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions(), std::nullopt};
   if (s->channel().path().has_alternate) a.alt_gid = alt_gid_->gid;
   a.ack_hold_ns = device_.ack_hold_ns();
@@ -471,7 +471,7 @@ int OrderService::pace_sessions(std::uint64_t now_ns) {
     s.back_pressured = pressed;
     if (!pressed) reposted += static_cast<int>(s.channel().repost_receives());
     if (now_ns >= s.next_state_check_ns) {
-      s.next_state_check_ns = now_ns + kStateCheckNs;
+      s.next_state_check_ns = now_ns + verbs::kRcCheckIntervalNs;
       // Its completions first: an error among them says why better than the state does.
       if (s.state() != verbs::QpState::RTS) {
         poll_session(s, now_ns);

@@ -186,7 +186,6 @@ class OrderService {
 
  private:
   static constexpr std::size_t kPollBatch = 32;
-  static constexpr std::uint64_t kStateCheckNs = 10'000'000;
   // The most one gap between duty cycles adds to a session's held time.
   static constexpr std::uint64_t kMaxStallStepNs = 10'000'000;
 

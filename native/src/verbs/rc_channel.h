@@ -35,6 +35,13 @@
 
 namespace qpgate::verbs {
 
+// How often a long-lived RC session looks at its QP between completions:
+// at its state (an error no completion reported yet) and, after a migration,
+// whether it can re-arm (rearm()). The order service, the recovery service
+// and a subscriber's recovery connection all use this period, so a link that
+// came back is an alternate again within it of the peer following.
+inline constexpr std::uint64_t kRcCheckIntervalNs = 10'000'000;
+
 struct RcChannelShape {
   std::uint32_t recv_slots = 16;
   std::uint32_t recv_bytes = 4096;
