@@ -38,8 +38,8 @@ namespace qpgate::verbs {
 // How often a long-lived RC session looks at its QP between completions:
 // at its state (an error no completion reported yet) and, after a migration,
 // whether it can re-arm (rearm()). The order service, the recovery service
-// and a subscriber's recovery connection all use this period, so a link that
-// came back is an alternate again within it of the peer following.
+// and a subscriber's recovery connection all use this period, so a session
+// that migrated is armed again within it of the peer following.
 inline constexpr std::uint64_t kRcCheckIntervalNs = 10'000'000;
 
 struct RcChannelShape {
