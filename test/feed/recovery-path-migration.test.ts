@@ -39,6 +39,16 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     gw = started.gw;
     const { port } = started;
     const recoverySession = (id: number): Record<string, unknown> | undefined => sessionsOf(links, port).find((s) => s['id'] === id && s['role'] === 'recovery');
+    /** The session as /v1/sessions lists it once `ok` holds, or as it is after 15 s. */
+    const sessionWhen = async (id: number, ok: (s: Record<string, unknown>) => boolean): Promise<Record<string, unknown> | undefined> => {
+      const deadline = Date.now() + 15_000;
+      let s = recoverySession(id);
+      while ((s === undefined || !ok(s)) && Date.now() < deadline) {
+        await sleep(50);
+        s = recoverySession(id);
+      }
+      return s;
+    };
 
     child = links.spawnIn(links.client, [process.execPath, SUBSCRIBER, JSON.stringify({
       url: `http://${links.primary.gatewayAddress}:${port}`, token: FEED_TOKEN, name: 'apm-feed',
@@ -58,11 +68,7 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     links.down(links.primary);
     const downAt = Date.now();
     // The subscriber's reports (every 250 ms) exhaust the primary path's retries; the gateway follows it.
-    let moved = recoverySession(id);
-    while (moved?.['activePath'] !== 'alternate' && Date.now() - downAt < 15_000) {
-      await sleep(50);
-      moved = recoverySession(id);
-    }
+    const moved = await sessionWhen(id, (s) => s['activePath'] === 'alternate');
     assert.equal(moved?.['activePath'], 'alternate', `the recovery session moved to the alternate path: ${JSON.stringify(moved)}`);
     const movedMs = Date.now() - downAt;
     links.up(links.primary);
@@ -93,11 +99,7 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     // (the ticks go on: the multicast runs on the primary link).
     links.down(links.alternate);
     const secondAt = Date.now();
-    let back = recoverySession(id);
-    while (back?.['pathMigrations'] !== 2 && Date.now() - secondAt < 15_000) {
-      await sleep(50);
-      back = recoverySession(id);
-    }
+    const back = await sessionWhen(id, (s) => s['pathMigrations'] === 2);
     assert.equal(back?.['activePath'], 'primary', `the recovery session moved back to the primary path: ${JSON.stringify(back)}`);
     assert.equal(back?.['pathMigrations'], 2, JSON.stringify(back));
     const backMs = Date.now() - secondAt;

@@ -58,7 +58,11 @@ await lines.next();
 const stoppedAt = live.last;
 await until(
   `live stream ${args.after} past seq ${stoppedAt}, nothing held, the connection re-armed`,
-  () => live.last >= stoppedAt + BigInt(args.after) && sub.stats().channels[0]!.held === 0 && (sub.stats().recovery?.connection?.pathRearms ?? 0) >= 1,
+  () => {
+    if (live.last < stoppedAt + BigInt(args.after)) return false;
+    const s = sub.stats();
+    return s.channels[0]!.held === 0 && (s.recovery?.connection?.pathRearms ?? 0) >= 1;
+  },
 );
 const s = sub.stats();
 say({ phase: 'recovered', session: sub.recoverySessionId, stoppedAt, live, channel: { ...s.channels[0]!, latency: undefined }, recovery: s.recovery, path: sub.recoveryPath() });
@@ -66,7 +70,11 @@ await lines.next();
 const backFrom = live.last;
 await until(
   'the connection back on the primary path after a second migration',
-  () => live.last >= backFrom + BigInt(args.after) && sub.recoveryPath()?.activePath === 'primary' && sub.recoveryPath()?.pathMigrations === 2,
+  () => {
+    if (live.last < backFrom + BigInt(args.after)) return false;
+    const path = sub.recoveryPath();
+    return path?.activePath === 'primary' && path.pathMigrations === 2;
+  },
 );
 const b = sub.stats();
 say({ phase: 'back', session: sub.recoverySessionId, live, channel: { ...b.channels[0]!, latency: undefined }, recovery: b.recovery, path: sub.recoveryPath() });
