@@ -12,10 +12,14 @@
 //                    limit) called -> resolved with the old value
 //   --idle spin|backoff   the gateway engine's idle strategy (default: its default)
 //   --busy-poll-us N the client's busyPollUs (default the client's own)
+//   --url URL        a gateway already running with bench/orders/gateway.yaml
+//                    (bench/rdma/guest.sh's, on rxe or soft) instead of one
+//                    started here; --ibv-device NAME for the client's device
+//                    on the ibv backend, else the soft one at --client-address
 //
 // Prints one `RESULT {json}` line (µs, HdrHistogram 3 digits).
 //   node dist/bench/orders/ts-clients.js [--client order] [--iters 20000] [--warmup 2000] [--server-cpu 0]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,37 +36,18 @@ function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < process.argv.length ? (process.argv[i + 1] as string) : def;
 }
-const TOKEN = 'bench-desk-token-0123456789abcdef';
 const GATEWAY = arg('server', '127.0.5.12');
 const CLIENT = arg('client-address', '127.0.5.11');
-
-// One instrument with a wide band, two accounts with room for every order, no throttle.
-const CONFIG = `feeds:
-  enabled: false
-control:
-  tokens:
-    - {name: desk, scope: admin, token: ${TOKEN}, roles: [trading, risk], accounts: ["1", "2"]}
-orders:
-  enabled: true
-  journal: {fsync: none}
-  orderCapacity: 262144
-  instruments:
-    - {id: 1, maxPrice: 20000, collar: {mode: none}}
-  accounts:
-    - {account: 1, creditLimit: "1000000000000000000"}
-    - {account: 2, creditLimit: "1000000000000000000"}
-  sessions:
-    throttle: {ordersPerSecond: 0, burst: 1000}
-`;
+const CONFIG = fileURLToPath(new URL('../../../bench/orders/gateway.yaml', import.meta.url));
+/** The token bench/orders/gateway.yaml gives the desk. */
+const TOKEN = 'bench-desk-token-0123456789abcdef';
 
 async function server(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-ts-clients-'));
-  const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, CONFIG);
   const idle = arg('idle', '');
   const config = loadConfig({
     env: {},
-    file,
+    file: CONFIG,
     overrides: ['control.port=0', `control.host=${GATEWAY}`, `state.dir=${dir}`, `backend.address=${GATEWAY}`, ...(idle ? [`engine.idleStrategy=${idle}`] : [])],
   });
   const gw = await startGateway(config, createLogger('silent'), { handleSignals: false });
@@ -78,6 +63,18 @@ async function server(): Promise<void> {
 
 type Op = (i: number) => Promise<unknown>;
 
+/** The gateway to measure against: --url's, or one started here on --server-cpu (ended by closing its stdin). */
+async function gatewayUrl(idle: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const url = arg('url', '');
+  if (url) return { url, stop: async () => {} };
+  const { child, port } = await spawnPinnedServer(fileURLToPath(import.meta.url), arg('server-cpu', '0'), ['--server', GATEWAY, ...(idle ? ['--idle', idle] : [])], 'gateway');
+  const stop = async (): Promise<void> => {
+    child.stdin.end();
+    await new Promise((resolve) => child.once('exit', resolve));
+  };
+  return { url: `http://${GATEWAY}:${port}`, stop };
+}
+
 async function client(): Promise<void> {
   const kind = arg('client', 'order');
   const iters = Number(arg('iters', '20000'));
@@ -85,13 +82,14 @@ async function client(): Promise<void> {
   const maxSeconds = Number(arg('max-seconds', '30'));
   const busy = arg('busy-poll-us', '');
   const idle = arg('idle', '');
-  const { child, port } = await spawnPinnedServer(fileURLToPath(import.meta.url), arg('server-cpu', '0'), ['--server', GATEWAY, ...(idle ? ['--idle', idle] : [])], 'gateway');
+  const ibvDevice = arg('ibv-device', '');
+  const gateway = await gatewayUrl(idle);
   const common = {
-    url: `http://${GATEWAY}:${port}`,
+    url: gateway.url,
     token: TOKEN,
     name: `bench-${kind}`,
     accounts: [1n, 2n],
-    device: { address: CLIENT },
+    device: ibvDevice ? { kind: 'ibv' as const, name: ibvDevice } : { address: CLIENT },
     ...(busy ? { busyPollUs: Number(busy) } : {}),
   };
   let op: Op;
@@ -127,8 +125,7 @@ async function client(): Promise<void> {
   }
   const measuredSeconds = Number(process.hrtime.bigint() - measuredFrom) / 1e9;
   await close();
-  child.stdin.end();
-  await new Promise((resolve) => child.once('exit', resolve));
+  await gateway.stop();
   const result = {
     bench: `ts_${kind}_client`,
     idle: idle || 'default',

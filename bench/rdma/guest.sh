@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs inside the rdma-vm guest (test/rdma-vm/run --veth): for send, write and
-# atomic, perftest's ib_<test>_lat and the project's bench_ibv_lat on the same
-# pair, server on rxe_a (10.77.1.1), client on rxe_b, one after the other.
+# Runs inside the rdma-vm guest (test/rdma-vm/run --veth --netns): for send,
+# write and atomic, perftest's ib_<test>_lat and the project's bench_ibv_lat on
+# the same pair, server on rxe_a (10.77.1.1), client on rxe_b, one after the
+# other; then the gateway itself on rxe and on the soft backend
+# (gateway-guest.sh: feed latency, order -> Ack, a risk atomic).
 # Prints one JSON line per measurement; bench/rdma/run.ts compares them.
-#   guest.sh BENCH_BINARY ITERS
+#   guest.sh BENCH_BINARY ITERS GATEWAY_ITERS FEED_SECONDS FEED_RATE
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ours=$1
 iters=${2:-1000}
+gw_iters=${3:-1000} feed_seconds=${4:-10} feed_rate=${5:-1000}
 a=$QPGATE_VM_VETH_A_DEV b=$QPGATE_VM_VETH_B_DEV ip_a=$QPGATE_VM_VETH_A_IP ip_b=$QPGATE_VM_VETH_B_IP
 gid_a=$("$root/test/rdma-vm/roce-gid-index" "$a" "$ip_a") || exit 3
 gid_b=$("$root/test/rdma-vm/roce-gid-index" "$b" "$ip_b") || exit 3
@@ -47,3 +50,5 @@ for t in send write atomic; do
   line=$(timeout 300 "$ours" --test "$t" --size 2 --iters "$iters" --server-dev "$a" --client-dev "$b" 2>&1 | grep '^RESULT ')
   echo "${line#RESULT }"
 done
+
+bash "$root/bench/rdma/gateway-guest.sh" "$gw_iters" "$feed_seconds" "$feed_rate"

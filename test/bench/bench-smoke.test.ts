@@ -35,6 +35,12 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
     assert.match(r.stdout, /qpgate ibv backend\s+[\d.]+/m);
   }
   assert.match(r.stdout, /^\s+ratio qpgate\/perftest\s+[\d.]+/m);
+  // rdma: the gateway as users run it, on rxe and on the soft backend in the same guest run
+  for (const t of ['feed', 'order', 'risk']) {
+    for (const backend of ['ibv', 'soft']) assert.match(r.stdout, new RegExp(`^${t}\\s+${backend}\\s+[\\d.]+\\s+[\\d.]+`, 'm'));
+  }
+  assert.match(r.stdout, /^\s+ratio ibv\/soft\s+[\d.]+/m);
+  assert.match(r.stdout, /^order -> Ack on rxe p50 \/ ib_send_lat round trip \(2 x typical\s+[\d.]+\)\s+[\d.]+$/m);
   // feed: path 1 (native publisher -> subscriber) at each offered rate, its anchors and aims
   assert.match(r.stdout, /^Path 1, native Publisher -> Subscriber/m);
   for (const rate of ['10000', '1000000', 'max']) {

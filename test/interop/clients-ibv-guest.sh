@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs inside the rdma-vm guest (test/rdma-vm/run --veth): `qpgate serve`
-# with backend.kind ibv on rxe_a (10.77.1.1, veth-a), and the clients on
-# rxe_b (10.77.1.2, veth-b) with --backend ibv: a subscriber on the feed, an
-# order session that places, fills and cancels, a risk session whose
-# CMP_SWAP sets the kill switch so that the next order is rejected, a risk
+# with backend.kind ibv on rxe_a (10.77.1.1, veth-a) replaying a known feed,
+# and the clients on rxe_b (10.77.1.2, veth-b) with --backend ibv: a
+# subscriber on the feed; a recorder whose lost frames (tc, on veth-b) come
+# back over RC; an order session that places, fills and cancels; a risk
 # session whose QP a remote access error makes fatal (it alone ends, and
-# /v1/sessions says why), and
+# /v1/sessions says why); a risk session whose FETCH_ADD completes while the
+# gateway process is stopped (one-sided: rxe_a serves it); a risk session
+# whose CMP_SWAP sets the kill switch so that the next order is rejected;
 # `qpgate pingpong --backend ibv` against rdma-core's ibv_rc_pingpong; and
 # rxe_a's port down and up again, which the gateway logs.
 # Prints one JSON line; clients-ibv.test.ts asserts.
@@ -21,7 +23,8 @@ client() { timeout 300 node "$root/bin/qpgate.js" "$@" --url "$url" --token "$to
 ip route add 239.0.0.0/8 dev "$QPGATE_VM_VETH_A_NETDEV"
 
 source "$root/test/interop/guest-gateway.sh"
-start_ibv_gateway "$gw_dev" 7480 "$work"
+replay_feed "$work"
+start_ibv_gateway "$gw_dev" 7480 "$work" "${replay_args[@]}"
 
 t0=$SECONDS
 times="ready=$t0"
@@ -30,9 +33,18 @@ mark() { times+=" $1=$((SECONDS - t0))"; t0=$SECONDS; echo "$times" >"${QPGATE_V
 client subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
 mark subscribe
+# The recorder, with frames of both lines lost on their way into rxe_b: what
+# it writes is the published loop byte for byte only if recovery over RC
+# (rxe_b -> rxe_a) filled every gap.
+lose_feed_frames "$QPGATE_VM_VETH_B_NETDEV"
+client record --recovery --count 300 --seconds 120 --out "$work/rec.ticks" >"$work/rec.out" 2>"$work/rec.err"
+rec_status=$?
+tc -s filter show dev "$QPGATE_VM_VETH_B_NETDEV" ingress >"$work/tc.txt" 2>&1
+tc qdisc del dev "$QPGATE_VM_VETH_B_NETDEV" clsact
+mark record
 # Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
 # Accounts 1 and 2 in one session: the buy meets the sell of the other account.
-printf 'sell 1001 10000 5 id=1\nbuy 1001 10000 3 id=2 account=2\ncancel 1 1001 id=3\n' >"$work/orders.txt"
+node "$root/dist/test/interop/order-answers.js" write "$work/orders.txt"
 client order --http-timeout 60000 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
 order_status=$?
 mark order
@@ -68,6 +80,11 @@ exec 7>&-
 wait $bystander
 bystander_status=$?
 mark qp-fatal
+# One-sided: a FETCH_ADD from rxe_b completes while the gateway process is stopped (risk-one-sided.ts).
+timeout 300 node "$root/dist/test/interop/risk-one-sided.js" "$url" "$token" "$cl_dev" "$gw" >"$work/one-sided.out" 2>"$work/one-sided.err"
+one_sided_status=$?
+kill -CONT $gw 2>/dev/null  # whatever happened to the helper, the gateway runs on
+mark one-sided
 client risk --http-timeout 60000 --name ibv-risk --account 1 --kill --json >"$work/risk.out" 2>"$work/risk.err"
 risk_status=$?
 printf 'buy 1001 10000 1 id=10\n' >"$work/killed.txt"
@@ -107,12 +124,15 @@ node -e '
   const fs = require("fs"); const w = process.argv[1];
   const read = (f) => { try { return fs.readFileSync(w + "/" + f, "utf8"); } catch { return ""; } };
   const lines = (f) => read(f).split("\n").filter(Boolean);
-  const [sub, order, risk, killed, gw, pp, c, bystander, down] = process.argv.slice(2).map(Number);
+  const [sub, order, risk, killed, gw, pp, c, bystander, down, rec, oneSided] = process.argv.slice(2).map(Number);
   const json = (f) => { try { return JSON.parse(read(f)); } catch { return null; } };
-  console.log(JSON.stringify({ status: { sub, order, risk, killed, gw, pp, c, bystander, down }, seconds: process.argv[11], down: read("down.out"),
+  const base64 = (f) => { try { return fs.readFileSync(w + "/" + f).toString("base64"); } catch { return ""; } };
+  console.log(JSON.stringify({ status: { sub, order, risk, killed, gw, pp, c, bystander, down, rec, oneSided }, seconds: process.argv[13],
+    oneSided: json("one-sided.out"), oneSidedErr: read("one-sided.err"), down: read("down.out"),
+    recorder: { published: base64("replay/ticks"), recording: base64("rec.ticks"), sub: read("rec.out"), tc: read("tc.txt") }, recErr: read("rec.err"),
     fatal: json("fatal.out"), fatalErr: read("fatal.err"), sessionsTable: read("sessions.txt"), sessions: json("sessions.json"),
     bystander: lines("bystander.out"), bystanderErr: read("bystander.err"),
     sub: lines("sub.out"), subErr: read("sub.err"), order: lines("order.out"), orderErr: read("order.err"),
     risk: lines("risk.out"), riskErr: read("risk.err"), killed: lines("killed.out"), killedErr: read("killed.err"),
     pp: read("pp.out"), ppErr: read("pp.err"), c: read("c.out"), gwOut: read("gw.out").slice(-20000) }));
-' "$work" "$sub_status" "$order_status" "$risk_status" "$killed_status" "$gw_status" "$pp_status" "$c_status" "$bystander_status" "$down_status" "$times"
+' "$work" "$sub_status" "$order_status" "$risk_status" "$killed_status" "$gw_status" "$pp_status" "$c_status" "$bystander_status" "$down_status" "$rec_status" "$one_sided_status" "$times"

@@ -1,6 +1,10 @@
 // The clients on a real RDMA device (issue 15 item 5): inside the rdma-vm
 // guest, the gateway on rxe_a (backend.kind ibv) and `qpgate subscribe`,
-// `order`, `risk` and `pingpong` on rxe_b with --backend ibv --device rxe_b.
+// `record`, `order`, `risk` and `pingpong` on rxe_b with --backend ibv --device rxe_b.
+// The recorder gets the gateway's feed (a replayed loop, feed-ticks.ts) byte
+// for byte although tc drops frames on their way into rxe_b: recovery over
+// RC, rxe_b to rxe_a, filled them. Risk atomics are one-sided: one completes
+// while the gateway process is stopped (risk-one-sided.ts).
 // The order and risk clients drive their engine from the JS thread: an
 // answer reaches them only because the device's completion channel is in
 // the engine's wait fd (native/src/engine/device_events_agent.h); without it
@@ -14,12 +18,22 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { guestSkip, runGuestScript } from '../support/rdma-vm.js';
+import { assertRecoveredFeed, type RecordedFeed } from './feed-ticks.js';
+import { assertPlacedFilledCancelled } from './order-answers.js';
 
 const COUNT = 200;
+/** Messages the recorder writes. */
+const RECORDED = 300;
 const ITERS = 50;
 
 interface GuestResult {
-  status: Record<'sub' | 'order' | 'risk' | 'killed' | 'gw' | 'pp' | 'c' | 'bystander' | 'down', number>;
+  status: Record<'sub' | 'rec' | 'oneSided' | 'order' | 'risk' | 'killed' | 'gw' | 'pp' | 'c' | 'bystander' | 'down', number>;
+  /** `qpgate record --recovery` on rxe_b with frames lost on veth-b (lose_feed_frames in guest-gateway.sh). */
+  recorder: RecordedFeed;
+  recErr: string;
+  /** risk-one-sided.ts: a FETCH_ADD and READs done while the gateway process was stopped (bigints as strings). */
+  oneSided: { limit: string; stopped: { threads: Record<string, string>; old: string; now: string; durable: string; ms: number; stillStopped: boolean }; caughtUp: string; restored: string } | null;
+  oneSidedErr: string;
   /** `qpgate pingpong --ib-port 1` on rxe_b with veth-b down: its output. */
   down: string;
   /** The risk session made fatal: its client's completion status, the page's access, /v1/sessions/<id> once it ended. */
@@ -47,7 +61,7 @@ interface GuestResult {
 
 type Answer = { kind: string; clientOrderId?: string; origClientOrderId?: string; reasonName?: string; quantity?: number; leavesQuantity?: number };
 
-test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fills and cancels, risk sets the kill switch, pingpong runs against ibv_rc_pingpong', { skip: guestSkip, timeout: 1_200_000 }, () => {
+test('clients on rxe (--backend ibv): subscribe gets the feed, record gets it byte for byte with lost frames recovered over RC, order places, fills and cancels, a risk atomic completes with the gateway stopped, risk sets the kill switch, pingpong runs against ibv_rc_pingpong', { skip: guestSkip, timeout: 1_200_000 }, () => {
   const r = runGuestScript(['--veth'], 'test/interop/clients-ibv-guest.sh')[0] as unknown as GuestResult;
   process.stdout.write(`# guest steps (s): ${r.seconds}\n`);
   const where = `\n--- gateway:\n${r.gwOut}\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- risk:\n${r.riskErr}\n--- killed:\n${r.killedErr}`;
@@ -60,15 +74,13 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   const seqs = ticks.filter((t) => t.channel === ticks[0]!.channel).map((t) => BigInt(t.seq));
   seqs.forEach((s, i) => assert.equal(s, seqs[0]! + BigInt(i), `a gap on channel ${ticks[0]!.channel} at ${i}: ${where}`));
 
+  // The recorder on rxe_b: the published loop byte for byte, tc's losses filled over RC.
+  assert.equal(r.status.rec, 0, `${r.recErr}${where}`);
+  process.stdout.write(`# recorder on rxe_b: ${assertRecoveredFeed(r.recorder, RECORDED, `${r.recErr}${where}`)}\n`);
+
   // The order session: both orders acked, the buy fills 3 of the sell, the sell's rest is cancelled.
   assert.equal(r.status.order, 0, `${r.order.join('\n')}${where}`);
-  const answers = r.order.map((l) => JSON.parse(l) as Answer);
-  const has = (pred: (a: Answer) => boolean, what: string) => assert.ok(answers.some(pred), `${what}: ${r.order.join('\n')}${where}`);
-  has((a) => a.kind === 'ack' && a.clientOrderId === '1', 'no ack for the sell');
-  has((a) => a.kind === 'ack' && a.clientOrderId === '2', 'no ack for the buy');
-  has((a) => a.kind === 'fill' && a.clientOrderId === '1' && a.quantity === 3 && a.leavesQuantity === 2, 'no fill of the sell');
-  has((a) => a.kind === 'fill' && a.clientOrderId === '2' && a.quantity === 3 && a.leavesQuantity === 0, 'no fill of the buy');
-  has((a) => a.kind === 'cancelAck' && a.origClientOrderId === '1', 'no cancel of the sell');
+  assertPlacedFilledCancelled(r.order, where);
 
   // The QP-fatal path: an atomic on a READ-only page is a remote access error
   // on rxe; the gateway's QP went to ERR and that session ended, saying why
@@ -87,6 +99,22 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, order places, fil
   const after = r.bystander.map((l) => JSON.parse(l) as Answer);
   assert.ok(after.some((a) => a.kind === 'ack' && a.clientOrderId === '20'), r.bystander.join('\n'));
   assert.ok(after.some((a) => a.kind === 'cancelAck' && a.origClientOrderId === '20'), `the bystander cancels after the fatal session ended: ${r.bystander.join('\n')}`);
+
+  // One-sided: with every thread of the gateway stopped (its engine's among
+  // them), rxe_a served the FETCH_ADD and the READs; the engine's durable copy
+  // of the word moved only after SIGCONT, so no gateway code was on the path.
+  assert.equal(r.status.oneSided, 0, `${r.oneSidedErr}${where}`);
+  const os = r.oneSided;
+  const oneSidedWhere = `${JSON.stringify(os)}\n${r.oneSidedErr}${where}`;
+  assert.ok(os !== null, oneSidedWhere);
+  const threads = Object.entries(os.stopped.threads);
+  assert.ok(threads.some(([name]) => name.endsWith(' qpgate-engine')), `the engine thread is not among the stopped ones: ${oneSidedWhere}`);
+  assert.deepEqual(threads.filter(([, state]) => state !== 'T'), [], oneSidedWhere);
+  assert.equal(os.stopped.stillStopped, true, oneSidedWhere);
+  const limit = BigInt(os.limit);
+  assert.deepEqual([os.stopped.old, os.stopped.now, os.stopped.durable].map(BigInt), [limit, limit + 1n, limit], oneSidedWhere);
+  assert.equal(os.caughtUp, 'durable', oneSidedWhere);
+  assert.equal(BigInt(os.restored), limit, oneSidedWhere);
 
   // The risk session's CMP_SWAP set the kill switch; the next order of account 1 is rejected for it.
   assert.equal(r.status.risk, 0, `${r.risk.join('\n')}${where}`);

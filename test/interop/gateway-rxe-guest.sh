@@ -31,9 +31,10 @@ sub_status=$?
 tc -n "$ns" -s filter show dev veth-peer ingress >"$work/tc.txt" 2>&1
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-after.txt"
 cat /proc/net/dev >"$work/dev-after.txt"
-printf 'buy 1001 100 5\ncancel 1 1001\n' >"$work/orders.txt"
+# Accounts 1 and 2 in one session: the buy meets the sell of the other account.
+node "$root/dist/test/interop/order-answers.js" write "$work/orders.txt"
 # Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
-peer order --http-timeout 60000 --name rxe-order --account 1 --first-id 1 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
+peer order --http-timeout 60000 --name rxe-order --account 1 --account 2 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
 order=$!
 # While the order session lingers: its RC QP is in both lists.
 for _ in $(seq 120); do grep -q '"kind":"cancelAck"' "$work/order.out" 2>/dev/null && break; sleep 1; done
