@@ -68,6 +68,7 @@ export interface NativeDevice {
   query(): DeviceAttr;
   queryPort(port?: number): PortAttr;
   queryGidTable(): GidEntry[];
+  gidLinkUp(gidIndex: number): boolean;
   allocPd(): NativePd;
   createCq(depth: number, context?: bigint): NativeCq;
   getAsyncEvent(): AsyncEvent | null;

@@ -152,6 +152,10 @@ export class Device {
   queryGidTable(): GidEntry[] {
     return this.#native.queryGidTable();
   }
+  /** Whether the link under that GID entry carries traffic now (soft: its address's interface is up and running; ibv: the port is ACTIVE). */
+  gidLinkUp(gidIndex: number): boolean {
+    return this.#native.gidLinkUp(gidIndex);
+  }
   allocPd(): ProtectionDomain {
     return new ProtectionDomain(this.#native.allocPd());
   }

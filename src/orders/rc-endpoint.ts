@@ -438,7 +438,9 @@ export class RcEndpoint {
    * (native/src/verbs/rc_connect.h rearm_rc), so the session survives that
    * link's return and a second failure. Call it only with nothing of ours in
    * flight: that is what says the gateway followed the migration (until then
-   * our packets must carry MigReq, which an armed QP stops sending). True if it re-armed.
+   * our packets must carry MigReq, which an armed QP stops sending). Only
+   * once the link of the path left is up again (device.gidLinkUp), as
+   * rearm_rc does. True if it re-armed.
    */
   rearm(): boolean {
     const qp = this.#qp;
@@ -449,6 +451,7 @@ export class RcEndpoint {
     if (now.state !== 'RTS' || now.pathMigState !== 'MIGRATED') return false;
     const onAlternate = now.ahAttr.dgid === answer.alternateGid;
     const left = onAlternate ? { dgid: answer.gid, hopLimit: 64, sgidIndex: this.device.gidIndex } : alternate.ahAttr;
+    if (!this.device.gidLinkUp(left.sgidIndex ?? 0)) return false;
     qp.modify({ altPath: { ahAttr: left, port: 1, pkeyIndex: 0, timeout: this.options.ackTimeout ?? ACK_TIMEOUT }, pathMigState: 'REARM' });
     return true;
   }

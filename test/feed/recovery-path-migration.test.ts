@@ -8,7 +8,7 @@
 // alternate one, with no new handshake. When the link is back the ticks sent
 // meanwhile are a gap, recovered over that same session on its new path:
 // the live stream has no hole and no duplicate, and both ends armed the
-// path they left again: the loss of the alternate link then moves the
+// path they left again once its link was up (not while it was down): the loss of the alternate link then moves the
 // session back to the primary instead of ending it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +19,7 @@ import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
 import { childLines } from '../support/child-lines.js';
 import { syntheticFeedYaml } from '../support/feed-engine.js';
-import { sessionsOf, startTwoLinkGateway } from '../orders/two-link-gateway.js';
+import { sessionsOf, sessionWhen, startTwoLinkGateway } from '../orders/two-link-gateway.js';
 
 const SUBSCRIBER = fileURLToPath(new URL('../support/feed-failover-subscriber.js', import.meta.url));
 const FEED_TOKEN = 'feed-token-0123456789abcdef';
@@ -39,16 +39,7 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     gw = started.gw;
     const { port } = started;
     const recoverySession = (id: number): Record<string, unknown> | undefined => sessionsOf(links, port).find((s) => s['id'] === id && s['role'] === 'recovery');
-    /** The session as /v1/sessions lists it once `ok` holds, or as it is after 15 s. */
-    const sessionWhen = async (id: number, ok: (s: Record<string, unknown>) => boolean): Promise<Record<string, unknown> | undefined> => {
-      const deadline = Date.now() + 15_000;
-      let s = recoverySession(id);
-      while ((s === undefined || !ok(s)) && Date.now() < deadline) {
-        await sleep(50);
-        s = recoverySession(id);
-      }
-      return s;
-    };
+    const recoveryWhen = (id: number, ok: (s: Record<string, unknown>) => boolean) => sessionWhen(links, port, (s) => s['id'] === id && s['role'] === 'recovery', ok);
 
     child = links.spawnIn(links.client, [process.execPath, SUBSCRIBER, JSON.stringify({
       url: `http://${links.primary.gatewayAddress}:${port}`, token: FEED_TOKEN, name: 'apm-feed',
@@ -68,9 +59,13 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     links.down(links.primary);
     const downAt = Date.now();
     // The subscriber's reports (every 250 ms) exhaust the primary path's retries; the gateway follows it.
-    const moved = await sessionWhen(id, (s) => s['activePath'] === 'alternate');
+    const moved = await recoveryWhen(id, (s) => s['activePath'] === 'alternate');
     assert.equal(moved?.['activePath'], 'alternate', `the recovery session moved to the alternate path: ${JSON.stringify(moved)}`);
     const movedMs = Date.now() - downAt;
+    // Nothing of the gateway's in flight, but the link it left is down: not armed again yet.
+    await sleep(300);
+    const waiting = recoverySession(id);
+    assert.deepEqual([waiting?.['pathMigState'], waiting?.['pathRearms']], ['MIGRATED', 0], `no re-arm towards a link that is down: ${JSON.stringify(waiting)}`);
     links.up(links.primary);
     child.stdin!.write('up\n');
 
@@ -99,7 +94,7 @@ test("a subscriber's recovery session survives the loss of its primary link: the
     // (the ticks go on: the multicast runs on the primary link).
     links.down(links.alternate);
     const secondAt = Date.now();
-    const back = await sessionWhen(id, (s) => s['pathMigrations'] === 2);
+    const back = await recoveryWhen(id, (s) => s['pathMigrations'] === 2);
     assert.equal(back?.['activePath'], 'primary', `the recovery session moved back to the primary path: ${JSON.stringify(back)}`);
     assert.equal(back?.['pathMigrations'], 2, JSON.stringify(back));
     const backMs = Date.now() - secondAt;

@@ -6,15 +6,17 @@
 // (no reconnect, no resend by the client), every order is answered exactly
 // once, app_seq runs 1, 2, 3... with no gap and no duplicate, no fill is lost,
 // and /v1/sessions shows the session on its alternate path after one
-// migration, armed again by the gateway once the client followed. With the primary link back both ends re-arm, and the loss of
-// the alternate link then moves the session back to the primary.
+// migration, not armed again while the link it left is down (arming towards a
+// dead link would only cost a second retry budget). With the primary link back
+// both ends re-arm, and the loss of the alternate link then moves the session
+// back to the primary.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
 import { childLines } from '../support/child-lines.js';
-import { FAILOVER_CLIENT, metricOf, sessionsOf, startTwoLinkGateway } from './two-link-gateway.js';
+import { FAILOVER_CLIENT, metricOf, sessionsOf, sessionWhen, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
 import { QPGATE_BIN } from '../support/paths.js';
 
@@ -61,17 +63,21 @@ test('a trading session survives the loss of its primary link: every order answe
     const moved = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
     assert.equal(moved['state'], 'RTS', JSON.stringify(moved));
     assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
-    // Nothing of the gateway's in flight since (its client followed): it armed the path it left again.
-    assert.equal(moved['pathMigState'], 'ARMED', JSON.stringify(moved));
+    // The client followed long ago (nothing of the gateway's in flight), but the
+    // link the session left is still down: the gateway has not armed it again.
+    assert.equal(moved['pathMigState'], 'MIGRATED', JSON.stringify(moved));
     assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
+    assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 0, 'no re-arm towards a link that is down');
     // qpgate sessions, as an operator runs it in the gateway's namespace: PATH and MIGRATIONS.
     const table = links.runIn(links.gateway, [process.execPath, QPGATE_BIN, 'sessions', '--url', `http://127.0.0.1:${port}`, '--token', TOKENS.ops]);
-    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate ARMED\\s+1\\s+-$`, 'm'), table);
+    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+-$`, 'm'), table);
 
-    // The primary link is back: both ends re-arm (the gateway within 10 ms of
-    // the client following, the client at its next keepalive), so the loss of
-    // the alternate link now moves the session back instead of ending it.
+    // The primary link is back: both ends re-arm (the gateway at its next
+    // 10 ms check, the client at its next keepalive), so the loss of the
+    // alternate link now moves the session back instead of ending it.
     links.up(links.primary);
+    const gatewayEnd = await sessionWhen(links, port, (s) => s['id'] === primary['session'], (s) => s['pathMigState'] === 'ARMED');
+    assert.equal(gatewayEnd?.['pathMigState'], 'ARMED', `the gateway armed the path again once its link was up: ${JSON.stringify(gatewayEnd)}`);
     client.stdin!.write('again\n');
     const rearmed = await nextLine();
     assert.equal(rearmed['phase'], 'rearmed');
@@ -89,7 +95,13 @@ test('a trading session survives the loss of its primary link: every order answe
     assert.equal(back['state'], 'RTS', JSON.stringify(back));
     assert.equal(back['activePath'], 'primary', JSON.stringify(back));
     assert.equal(back['pathMigrations'], 2, JSON.stringify(back));
-    assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 2, 'the gateway re-armed after each migration');
+    // The alternate link is down now: the gateway waits for it before arming it again.
+    assert.equal(back['pathMigState'], 'MIGRATED', JSON.stringify(back));
+    assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 1, 'one re-arm: towards the primary once it was back, none towards the alternate while it is down');
+    links.up(links.alternate);
+    const armedAgain = await sessionWhen(links, port, (s) => s['id'] === primary['session'], (s) => s['pathMigState'] === 'ARMED');
+    assert.equal(armedAgain?.['pathMigState'], 'ARMED', `the gateway armed the alternate again once its link was up: ${JSON.stringify(armedAgain)}`);
+    assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 2, 'the gateway re-armed after each migration, each once its link was up');
     process.stdout.write(`# failover: ${done['firstAnswerMs'].toFixed(0)} ms to the alternate, ${again['firstAnswerMs'].toFixed(0)} ms back to the primary after the re-arm\n`);
     client.stdin!.write('close\n');
     await new Promise((r) => client!.once('exit', r));

@@ -38,6 +38,22 @@ export function sessionsOf(links: TwoLinks, port: number): Array<Record<string, 
   return (JSON.parse(out) as { sessions: Array<Record<string, unknown>> }).sessions;
 }
 
+/** The session `which` picks from /v1/sessions once `ok` holds of it, or as it is after `ms`. */
+export async function sessionWhen(
+  links: TwoLinks,
+  port: number,
+  which: (s: Record<string, unknown>) => boolean,
+  ok: (s: Record<string, unknown>) => boolean,
+  ms = 15_000,
+): Promise<Record<string, unknown> | undefined> {
+  const deadline = Date.now() + ms;
+  let s = sessionsOf(links, port).find(which);
+  while ((s === undefined || !ok(s)) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    s = sessionsOf(links, port).find(which);
+  }
+  return s;
+}
 
 /** One unlabelled sample of GET /metrics from inside the gateway's namespace. */
 export function metricOf(links: TwoLinks, port: number, name: string): number | undefined {

@@ -30,6 +30,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
          InstanceAccessor<&DeviceWrap::AckHoldUs>("ackHoldUs"),
          InstanceAccessor<&DeviceWrap::Interface>("interface"), InstanceMethod<&DeviceWrap::Query>("query"),
          InstanceMethod<&DeviceWrap::QueryPort>("queryPort"), InstanceMethod<&DeviceWrap::QueryGidTable>("queryGidTable"),
+         InstanceMethod<&DeviceWrap::GidLinkUp>("gidLinkUp"),
          InstanceMethod<&DeviceWrap::AllocPd>("allocPd"), InstanceMethod<&DeviceWrap::CreateCq>("createCq"),
          InstanceMethod<&DeviceWrap::GetAsyncEvent>("getAsyncEvent"), InstanceMethod<&DeviceWrap::Counters>("counters"),
          InstanceMethod<&DeviceWrap::NetReport>("netReport"), InstanceMethod<&DeviceWrap::Close>("close")});
@@ -130,6 +131,14 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
       out.Set(static_cast<std::uint32_t>(i), o);
     }
     return out;
+  }
+  Napi::Value GidLinkUp(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    verbs::Device& d = dev(env);
+    const std::uint32_t index = to_u32(env, info[0], "device.gidLinkUp: gidIndex", 255);
+    bool up = false;
+    run([&] { up = d.gid_link_up(static_cast<std::uint8_t>(facts_.port), static_cast<std::uint8_t>(index)); });
+    return Napi::Boolean::New(env, up);
   }
   Napi::Value AllocPd(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();

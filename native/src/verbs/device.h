@@ -188,6 +188,15 @@ class Device {
   virtual Result<PortAttr> query_port(std::uint8_t port_num) const = 0;
   // ibv_query_gid over the whole table; entries that are unset are zero GIDs.
   virtual Result<std::vector<Gid>> query_gid_table(std::uint8_t port_num) const = 0;
+  // Whether the link under GID `gid_index` of the port carries traffic now.
+  // On RoCE each GID belongs to a network interface, and two GIDs of one
+  // port can be two links (an alternate path's); this default knows only
+  // the port's state.
+  virtual bool gid_link_up(std::uint8_t port_num, std::uint8_t gid_index) const {
+    (void)gid_index;
+    const Result<PortAttr> p = query_port(port_num);
+    return p.ok() && p->state == PortState::ACTIVE;
+  }
 
   virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
   virtual Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t cqe, std::uint64_t cq_context) = 0;

@@ -16,7 +16,7 @@ Result<std::unique_ptr<RcChannel>> RcChannel::create(Device& device, const RcCha
   if (shape.recv_slots == 0 || shape.send_slots == 0 || shape.recv_bytes == 0 || shape.send_bytes == 0) {
     return Error{EINVAL, "rc channel: slots and sizes must be positive"};
   }
-  std::unique_ptr<RcChannel> c{new RcChannel(shape)};
+  std::unique_ptr<RcChannel> c{new RcChannel(device, shape)};
   auto pd = device.alloc_pd();
   if (!pd.ok()) return step_failed(pd.error(), "alloc_pd");
   c->pd_ = std::move(*pd);
@@ -75,7 +75,7 @@ Status RcChannel::connect(const RcParams& local, const RcPeer& peer) {
 
 Result<bool> RcChannel::rearm() {
   if (!armed_ || sends_in_flight_ != 0) return false;
-  return rearm_rc(*qp_, local_, peer_);
+  return rearm_rc(*qp_, *device_, local_, peer_);
 }
 
 void RcChannel::to_error() {

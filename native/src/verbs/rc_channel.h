@@ -39,7 +39,8 @@ namespace qpgate::verbs {
 // at its state (an error no completion reported yet) and, after a migration,
 // whether it can re-arm (rearm()). The order service, the recovery service
 // and a subscriber's recovery connection all use this period, so a session
-// that migrated is armed again within it of the peer following.
+// that migrated is armed again within it of the peer following and the link
+// it left being up.
 inline constexpr std::uint64_t kRcCheckIntervalNs = 10'000'000;
 
 struct RcChannelShape {
@@ -69,8 +70,8 @@ class RcChannel {
   // The path the QP runs on (rc_path.h), towards the peer connect() was given.
   RcPathInfo path() const { return rc_path_info(*qp_, peer_, armed_); }
   // After a migration, once nothing of ours is unacknowledged (the peer
-  // followed): the path the QP left becomes its alternate again (rearm_rc).
-  // True if it re-armed.
+  // followed) and the link of the path the QP left is up again: that path
+  // becomes its alternate again (rearm_rc). True if it re-armed.
   Result<bool> rearm();
   // QP → ERR: the peer's next request fails; our posted WRs flush.
   void to_error();
@@ -103,8 +104,9 @@ class RcChannel {
   // Send work request ids are tagged so a completion names its queue.
   static constexpr std::uint64_t kSendTag = std::uint64_t{1} << 63;
 
-  explicit RcChannel(const RcChannelShape& shape) : shape_(shape) {}
+  RcChannel(Device& device, const RcChannelShape& shape) : device_(&device), shape_(shape) {}
 
+  Device* device_;  // outlives the channel (its owner's); rearm() asks it about links
   RcChannelShape shape_;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<CompletionQueue> cq_;

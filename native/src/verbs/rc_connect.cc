@@ -82,16 +82,18 @@ Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
   return Status{};
 }
 
-Result<bool> rearm_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer) {
+Result<bool> rearm_rc(QueuePair& qp, const Device& device, const RcParams& local, const RcPeer& peer) {
   if (!arms_alternate(local, peer)) return false;
   Result<QpAttr> now = qp.query();
   if (!now.ok()) return now.error();
   if (now->qp_state != QpState::RTS || now->path_mig_state != MigState::MIGRATED) return false;
   const bool on_alternate = now->ah_attr.dgid == *peer.alt_gid;
+  const std::uint8_t left_sgid = on_alternate ? local.sgid_index : *local.alt_sgid_index;
+  if (!device.gid_link_up(1, left_sgid)) return false;
   QpAttr a;
   a.alt_ah_attr = now->ah_attr;
   a.alt_ah_attr.dgid = on_alternate ? peer.gid : *peer.alt_gid;
-  a.alt_ah_attr.sgid_index = on_alternate ? local.sgid_index : *local.alt_sgid_index;
+  a.alt_ah_attr.sgid_index = left_sgid;
   a.alt_port_num = 1;
   a.alt_pkey_index = 0;
   a.alt_timeout = local.timeout;

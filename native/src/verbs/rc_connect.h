@@ -73,8 +73,12 @@ Status connect_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
 // runs on fail in turn. The caller re-arms only once the peer has followed
 // (nothing of ours unacknowledged since the migration): until then our
 // packets must carry MigReq = 1, which an ARMED QP stops sending, or a peer
-// still on the old path would never follow. True if it re-armed; false if
-// there was nothing to do (not armed at connect, not migrated, not in RTS).
-Result<bool> rearm_rc(QueuePair& qp, const RcParams& local, const RcPeer& peer);
+// still on the old path would never follow. It re-arms only towards a path
+// whose local link is up (device.gid_link_up of its source GID): armed
+// towards a dead link, a failure of the path in use would cost a second
+// retry budget before the QP gives up, where waiting for the link costs
+// nothing. True if it re-armed; false if there was nothing to do (not armed
+// at connect, not migrated, not in RTS, the path left still down).
+Result<bool> rearm_rc(QueuePair& qp, const Device& device, const RcParams& local, const RcPeer& peer);
 
 }  // namespace qpgate::verbs

@@ -36,6 +36,22 @@ TEST(SoftDevice, OpensByAddressAndReportsAnIpv4MappedGidAtIndexZero) {
   EXPECT_EQ(n.device->query_port(2).code(), EINVAL);
 }
 
+// Each GID's link is its address's interface (an alternate address may sit
+// on another link: rearm_rc asks before arming towards it). Both here are on
+// lo, which is up; an entry outside the table or another port has no link.
+TEST(SoftDevice, GidLinkUpIsTheInterfaceOfEachGidEntry) {
+  SoftDeviceOptions o;
+  o.address_or_name = "127.61.20.7";
+  o.alternate_address = "127.61.21.7";
+  o.net.probe_ipv4_id = false;
+  auto d = open_soft_device(o);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_TRUE((*d)->gid_link_up(1, 0));
+  EXPECT_TRUE((*d)->gid_link_up(1, 1));
+  EXPECT_FALSE((*d)->gid_link_up(1, 2));
+  EXPECT_FALSE((*d)->gid_link_up(2, 0));
+}
+
 TEST(SoftDevice, OpensByInterfaceNameOnItsFirstIpv4Address) {
   SoftDeviceOptions o;
   o.address_or_name = "lo";

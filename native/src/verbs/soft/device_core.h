@@ -57,7 +57,11 @@ struct DeviceCore {
         next_qpn(first_qpn) {
     gid = gid_of(iface.address);
     gid_addresses.push_back(iface.address);
-    if (alt_net) gid_addresses.push_back(alt_net->address());
+    gid_interfaces.push_back(iface.name);
+    if (alt_net) {
+      gid_addresses.push_back(alt_net->address());
+      gid_interfaces.push_back(alt_net->interface_name());
+    }
     if (!mtu_for_ip_mtu(iface.mtu, &active_mtu)) active_mtu = Mtu::MTU_256;
   }
   ~DeviceCore() {
@@ -113,6 +117,7 @@ struct DeviceCore {
   std::unique_ptr<UdpNet> alt_net;   // the alternate address's sockets, if configured
   std::unique_ptr<PathNets> paths;   // net and alt_net as one PacketIo, when alt_net is
   std::vector<wire::IpAddress> gid_addresses;  // the GID table as addresses: [0] address, [1] alternate
+  std::vector<std::string> gid_interfaces;     // the interface of each of those addresses
   std::unique_ptr<FaultNet> faults;  // tests only: made by inject_faults
   PacketIo* io;                      // what the duty cycle and the QPs use: net (or paths), or faults around it
   TxPort tx{io};                     // the QPs' PacketTx

@@ -200,6 +200,7 @@ class UdpNet final : public PacketIo, public MulticastMembership {
   void set_fd_observer(FdObserver* observer) { observer_ = observer; }
 
   const wire::IpAddress& address() const { return config_.address; }
+  const std::string& interface_name() const { return config_.interface_name; }
   std::uint32_t rx_batch() const { return config_.rx_batch; }
   const NetReport& report() const { return report_; }
   const NetCounters& counters() const { return counters_; }

@@ -178,6 +178,10 @@ Result<PortAttr> SoftDevice::query_port(std::uint8_t port_num) const {
   return p;
 }
 
+bool SoftDevice::gid_link_up(std::uint8_t port_num, std::uint8_t gid_index) const {
+  return port_num == 1 && gid_index < core_->gid_interfaces.size() && interface_up(core_->gid_interfaces[gid_index]);
+}
+
 Result<std::vector<Gid>> SoftDevice::query_gid_table(std::uint8_t port_num) const {
   if (port_num != 1) {
     return Error{EINVAL, "query_gid_table: port " + std::to_string(port_num) + " does not exist (the soft device has port 1)"};

@@ -91,6 +91,8 @@ class SoftDevice final : public Device {
   Result<DeviceAttr> query_device() const override;
   Result<PortAttr> query_port(std::uint8_t port_num) const override;
   Result<std::vector<Gid>> query_gid_table(std::uint8_t port_num) const override;
+  // The interface of that GID's address is up and running (on veth: its peer's end too).
+  bool gid_link_up(std::uint8_t port_num, std::uint8_t gid_index) const override;
   Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override;
   Result<std::unique_ptr<CompletionQueue>> create_cq(std::uint32_t cqe, std::uint64_t cq_context) override;
   std::optional<AsyncEvent> get_async_event() override;
