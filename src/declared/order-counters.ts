@@ -453,7 +453,7 @@ export const ORDER_METRICS = [
     "name": "qpgate_order_path_rearms_total",
     "type": "counter",
     "labelName": "",
-    "help": "Sessions armed again after a path migration, once their client followed: the path they left is their alternate once more, so they survive its return and a second failure.",
+    "help": "Sessions armed again after a path migration, once their client followed and the link they left was up: the path they left is their alternate once more, so a failure of the other link moves them back.",
     "counters": [
       {
         "counter": "pathRearms",
