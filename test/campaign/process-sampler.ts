@@ -98,6 +98,9 @@ export class ProcessSampler {
   }
 }
 
+/** Samples after the warm-up that flatness() needs to mean anything: two or more in each third. */
+export const MIN_FLATNESS_SAMPLES = 6;
+
 /** First third vs last third of the samples taken `warmupS` seconds or more after the start. */
 export function flatness(samples: readonly ProcessSample[], warmupS: number, value: (s: ProcessSample) => number): Flatness {
   const kept = samples.filter((s) => s.t >= warmupS).map(value);
