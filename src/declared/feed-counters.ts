@@ -335,7 +335,7 @@ export const FEED_SUBSCRIBER_COUNTERS = [
     "name": "ring_full_drops",
     "js": "ringFullDrops",
     "kind": "kCount",
-    "help": "records fromEngine had no room for",
+    "help": "times fromEngine was full for a record: none is lost (protocol.md 2.11)",
     "family": "",
     "label": ""
   }
@@ -763,7 +763,7 @@ export const FEED_RECOVERY_REPORT_COUNTERS = [
     "name": "ring_full_drops",
     "js": "ringFullDrops",
     "kind": "kCount",
-    "help": "messages its delivery ring had no room for",
+    "help": "times its delivery ring (fromEngine) was full for a record",
     "family": "",
     "label": ""
   },

@@ -72,8 +72,9 @@ export interface SubscribeOptions {
    * (slow-consumer.ts): 'drop-oldest' (default), 'conflate' (latest per
    * instrument and key) or 'disconnect', at maxQueued messages. Callbacks
    * (onMessage) run synchronously in the record handler: a slow callback
-   * holds the engine's fromEngine ring (records beyond it are dropped and
-   * counted in ringFullDrops).
+   * holds the engine's fromEngine ring: frames that find it full are
+   * recovered again over the recovery connection, or, without one,
+   * reported to onGap (counted in ringFullDrops; docs/protocol.md 2.11).
    */
   readonly slowConsumer?: SlowConsumerOptions;
   readonly onMessage?: (m: FeedMessage) => void;
@@ -171,7 +172,7 @@ export interface SubscriberChannelStats extends RecoveryChannelStats {
 
 export interface SubscriberStats {
   channels: SubscriberChannelStats[];
-  /** Records the engine could not hand over (fromEngine full). */
+  /** Times a record found the engine's fromEngine ring full: its frames were recovered or reported as a gap, never lost silently. */
   ringFullDrops: number;
   /** Messages the async iterator dropped (its buffer was full). */
   iteratorDrops: number;

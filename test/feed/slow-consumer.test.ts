@@ -108,3 +108,51 @@ test('policy disconnect: the slow iterator gets SlowConsumerError and the subscr
     await e.stop();
   }
 });
+
+test('a callback that holds the JS thread fills fromEngine: without recovery every message is delivered or reported by onGap, in order', async () => {
+  // 64 KiB of fromEngine holds a dozen full frames; the burst is ~80 of them.
+  const e = new Engine({ toEngineCapacity: 1 << 20, fromEngineCapacity: 1 << 16, hugePages: false, idle: 'backoff' });
+  await e.start();
+  const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.98.3' }), { channels: [{ id: 1, groupA: '239.78.98.3' }], instruments: { 1: 1 } });
+  try {
+    const met: Array<{ from: bigint; to: bigint; gap: boolean }> = []; // each message and gap, [from, to), in the order the app met them
+    let stalled = false;
+    const sub = await subscribe({
+      engine: e,
+      device: { address: '127.78.98.103' },
+      channels: [{ id: 1, groupA: '239.78.98.3' }],
+      onMessage: (msg) => {
+        if (!stalled) {
+          stalled = true;
+          const until = Date.now() + 100; // the slow application, on the JS thread
+          while (Date.now() < until);
+        }
+        met.push({ from: msg.seq, to: msg.seq + 1n, gap: false });
+      },
+      onGap: (g) => met.push({ from: g.fromSeq, to: g.fromSeq + g.count, gap: true }),
+    });
+    await sleep(10);
+    const N = 5000;
+    for (let i = 0; i < N; i += 100) {
+      pub.publish(1, Array.from({ length: 100 }, (_, k) => ({ type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 1 + ((i + k) % 20), bidPrice: i + k } }) as const));
+    }
+    const end = Date.now() + 10_000;
+    while (Date.now() < end && (met.at(-1)?.to ?? 0n) < BigInt(N + 1)) await sleep(5);
+    let next = 1n;
+    let gapMessages = 0n;
+    for (const { from, to, gap } of met) {
+      assert.equal(from, next, `the app met ${from} where it expected ${next}: a silent hole`);
+      if (gap) gapMessages += to - from;
+      next = to;
+    }
+    assert.equal(next, BigInt(N + 1));
+    const s = sub.stats();
+    assert.ok(s.ringFullDrops > 0, 'fromEngine never filled: the test proves nothing');
+    assert.ok(gapMessages > 0n, 'no gap was reported');
+    assert.equal(BigInt(s.channels[0]?.unrecoverable ?? -1), gapMessages);
+    await sub.close();
+  } finally {
+    pub.close();
+    await e.stop();
+  }
+});

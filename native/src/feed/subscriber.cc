@@ -247,11 +247,14 @@ int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
       }
       recovery_->counters().stale_replies.add();  // an ErrorReply, or a channel we did not ask about
     });
-    for (auto& c : channels_) {
-      c->pump();
-      const std::uint64_t d = c->deadline();
-      if (d != 0 && (deadline_ns_ == 0 || d < deadline_ns_)) deadline_ns_ = d;
-    }
+  }
+  // What each channel needs next: records owed to a full fromEngine, recovery requests, held frames.
+  for (auto& c : channels_) {
+    c->pump();
+    const std::uint64_t d = c->deadline();
+    if (d != 0 && (deadline_ns_ == 0 || d < deadline_ns_)) deadline_ns_ = d;
+  }
+  if (recovery_) {
     report(now_ns);
     recovery_->rearm_when_due(now_ns);
   }

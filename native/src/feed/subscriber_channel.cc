@@ -10,6 +10,11 @@ namespace qpgate::feed {
 
 using recovery::Status;
 
+namespace {
+// How long a record that found fromEngine full waits before it is tried again when no traffic comes.
+constexpr std::uint64_t kFullRingRetryNs = 100'000;
+}  // namespace
+
 SubscriberChannel::SubscriberChannel(const SubscriberChannelConfig& c, SubscriberChannelCounters& channel_counters,
                                      SubscriberStats& all, std::uint32_t subscriber_id, RecoveryClient* client)
     : config(c), arbiter(c.arbiter), counters(channel_counters), stats_(all), subscriber_(subscriber_id),
@@ -17,10 +22,7 @@ SubscriberChannel::SubscriberChannel(const SubscriberChannelConfig& c, Subscribe
 
 std::uint8_t* SubscriberChannel::claim(std::int32_t type, std::int32_t length) {
   std::byte* dst = out->claim(type, length);
-  if (dst == nullptr) {
-    stats_.ring_full_drops.add();
-    return nullptr;
-  }
+  if (dst == nullptr) return nullptr;
   auto* p = reinterpret_cast<std::uint8_t*>(dst);
   store_le<std::uint32_t>(p + 0, subscriber_);  // every feed record starts with subscriber id and channel
   store_le<std::uint16_t>(p + 4, config.id);
@@ -30,6 +32,7 @@ std::uint8_t* SubscriberChannel::claim(std::int32_t type, std::int32_t length) {
 
 bool SubscriberChannel::write_frame(std::uint8_t line, const ParsedFrame& frame, std::uint16_t skip,
                                     std::uint64_t receive_ns) {
+  if (!settle()) return false;
   const FrameHeaderView h = frame.header();
   const auto length = static_cast<std::int32_t>(records::kFrameRecordHeaderBytes + frame.bytes().size());
   std::uint8_t* p = claim(records::kFeedFrame, length);
@@ -46,17 +49,58 @@ bool SubscriberChannel::write_frame(std::uint8_t line, const ParsedFrame& frame,
   return true;
 }
 
-void SubscriberChannel::emit(std::uint8_t line, const ParsedFrame& frame, std::uint16_t min_skip, Source source,
-                             std::uint64_t receive_ns) {
+bool SubscriberChannel::write_gap(std::uint64_t from, std::uint64_t end) {
+  std::uint8_t* p = claim(records::kFeedGap, records::kGapRecordBytes);
+  if (p == nullptr) return false;
+  store_le<std::uint64_t>(p + 8, from);
+  store_le<std::uint64_t>(p + 16, end - from);
+  return true;
+}
+
+bool SubscriberChannel::write_session(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq) {
+  std::uint8_t* p = claim(records::kFeedSession, records::kSessionRecordBytes);
+  if (p == nullptr) return false;
+  store_le<std::uint32_t>(p + 8, old_session);
+  store_le<std::uint32_t>(p + 12, new_session);
+  store_le<std::uint64_t>(p + 16, next_seq);
+  return true;
+}
+
+bool SubscriberChannel::settle() {
+  std::size_t written = 0;
+  for (const Owed& o : owed_) {
+    if (!(o.is_gap ? write_gap(o.from, o.end) : write_session(o.old_session, o.new_session, o.next_seq))) break;
+    ++written;
+  }
+  owed_.erase(owed_.begin(), owed_.begin() + static_cast<std::ptrdiff_t>(written));
+  return owed_.empty();
+}
+
+void SubscriberChannel::owe(const Owed& record) {
+  stats_.ring_full_drops.add();
+  if (record.is_gap && !owed_.empty() && owed_.back().is_gap && owed_.back().end == record.from) {
+    owed_.back().end = record.end;
+    return;
+  }
+  owed_.push_back(record);
+}
+
+std::uint64_t SubscriberChannel::undelivered_from(const ParsedFrame& frame, std::uint16_t skip) const {
+  return std::max<std::uint64_t>(frame.header().first_seq() + skip, next_emit_);
+}
+
+SubscriberChannel::Emitted SubscriberChannel::emit(std::uint8_t line, const ParsedFrame& frame, std::uint16_t min_skip,
+                                                   Source source, std::uint64_t receive_ns) {
   const FrameHeaderView h = frame.header();
   const std::uint64_t first = h.first_seq();
   const std::uint64_t end = h.end_seq();
   std::uint16_t skip = min_skip;
   if (next_emit_ != 0) {
-    if (end <= next_emit_) return;  // already delivered (a retransmission overlapping, or trimmed by a snapshot)
+    if (end <= next_emit_) return Emitted::kNotNeeded;  // already delivered (a retransmission overlapping, or trimmed by a snapshot)
     if (next_emit_ > first) skip = std::max(skip, static_cast<std::uint16_t>(next_emit_ - first));
   }
-  if (skip >= h.message_count()) return;
+  if (skip >= h.message_count()) return Emitted::kNotNeeded;
+  if (!write_frame(line, frame, skip, receive_ns)) return Emitted::kNoRoom;
   counters.frames.add();
   const std::uint64_t delivered = h.message_count() - skip;
   counters.messages.add(delivered);
@@ -67,17 +111,31 @@ void SubscriberChannel::emit(std::uint8_t line, const ParsedFrame& frame, std::u
   }
   next_emit_ = end;
   counters.expected.set(next_emit_);
-  write_frame(line, frame, skip, receive_ns);
+  return Emitted::kWritten;
+}
+
+void SubscriberChannel::emit_live(Line line, const ParsedFrame& frame, std::uint16_t skip) {
+  if (emit(static_cast<std::uint8_t>(line), frame, skip, Source::kLive, receive_time_ns) != Emitted::kNoRoom) return;
+  stats_.ring_full_drops.add();
+  const std::uint64_t from = undelivered_from(frame, skip);
+  hole(from, frame.header().end_seq() - from);
+}
+
+void SubscriberChannel::emit_or_report(const Pending& held) {
+  const ParsedFrame frame(held.frame);
+  if (emit(static_cast<std::uint8_t>(held.line), frame, 0, Source::kHeld, held.receive_ns) != Emitted::kNoRoom) return;
+  stats_.ring_full_drops.add();
+  unrecoverable(undelivered_from(frame, 0), frame.header().end_seq());
 }
 
 void SubscriberChannel::deliver(Line line, const ParsedFrame& frame, std::uint16_t skip) {
   if (!recovering()) {
-    emit(static_cast<std::uint8_t>(line), frame, skip, Source::kLive, receive_time_ns);
+    emit_live(line, frame, skip);
     return;
   }
   if (held_frames_ >= client_->config().buffer_frames) {
     overflowed();
-    emit(static_cast<std::uint8_t>(line), frame, skip, Source::kLive, receive_time_ns);
+    emit_live(line, frame, skip);
     return;
   }
   Pending p;
@@ -95,14 +153,10 @@ void SubscriberChannel::unrecoverable(std::uint64_t from, std::uint64_t end) {
   counters.unrecoverable.add(end - from);
   next_emit_ = end;
   counters.expected.set(next_emit_);
-  std::uint8_t* p = claim(records::kFeedGap, records::kGapRecordBytes);
-  if (p == nullptr) return;
-  store_le<std::uint64_t>(p + 8, from);
-  store_le<std::uint64_t>(p + 16, end - from);
+  if (!(settle() && write_gap(from, end))) owe({.is_gap = true, .from = from, .end = end});
 }
 
-void SubscriberChannel::gap(std::uint64_t from, std::uint64_t count) {
-  counters.gaps.add();
+void SubscriberChannel::hole(std::uint64_t from, std::uint64_t count) {
   if (client_ == nullptr) {
     unrecoverable(from, from + count);
     return;
@@ -113,6 +167,11 @@ void SubscriberChannel::gap(std::uint64_t from, std::uint64_t count) {
   p.from = from;
   p.count = count;
   pending_.push_back(std::move(p));
+}
+
+void SubscriberChannel::gap(std::uint64_t from, std::uint64_t count) {
+  counters.gaps.add();
+  hole(from, count);
 }
 
 void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq) {
@@ -132,11 +191,9 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
     mode_ = Mode::kLive;
     next_emit_ = next_seq;
   }
-  std::uint8_t* p = claim(records::kFeedSession, records::kSessionRecordBytes);
-  if (p == nullptr) return;
-  store_le<std::uint32_t>(p + 8, old_session);
-  store_le<std::uint32_t>(p + 12, new_session);
-  store_le<std::uint64_t>(p + 16, next_seq);
+  if (!(settle() && write_session(old_session, new_session, next_seq))) {
+    owe({.old_session = old_session, .new_session = new_session, .next_seq = next_seq});
+  }
 }
 
 void SubscriberChannel::need(std::uint64_t since) { need_since_ = since == 0 ? 1 : since; }
@@ -172,7 +229,7 @@ void SubscriberChannel::flush_pending() {
     if (p.is_gap) {
       unrecoverable(p.from, p.from + p.count);
     } else {
-      emit(static_cast<std::uint8_t>(p.line), ParsedFrame(p.frame), 0, Source::kHeld, p.receive_ns);
+      emit_or_report(p);
     }
   }
 }
@@ -208,14 +265,25 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
         client_->counters().malformed_replies.add();
         continue;
       }
+      if (!write_frame(kRecoveryLine, *parsed, 0, receive_time_ns)) {
+        if (!snapshot_torn_) stats_.ring_full_drops.add();
+        snapshot_torn_ = true;
+        continue;
+      }
       counters.snapshot_messages.add(parsed->message_count());
-      write_frame(kRecoveryLine, *parsed, 0, receive_time_ns);
     }
     if (!r.snapshot.last) {
       sent_at_ = now_ns;  // more parts follow
       return;
     }
     outstanding_ = 0;
+    if (snapshot_torn_) {
+      // The app missed parts of it: asked for again whole, once fromEngine has had time to drain;
+      // request_timeout_ns (from need_since_, not renewed here) bounds the retries.
+      snapshot_torn_ = false;
+      retry_at_ = now_ns + kFullRingRetryNs;
+      return;
+    }
     counters.snapshots.add();
     mode_ = Mode::kLive;
     // Ranges the snapshot covers are over (reported lost), the rest is still wanted.
@@ -231,11 +299,11 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
     return;
   }
   outstanding_ = 0;
-  need(now_ns);
   if (status == Status::kOk) {
     counters.recovery_replies.add();
     const std::uint64_t before = next_emit_;
-    for (std::size_t i = 0; i < r.frame_count; ++i) {
+    bool no_room = false;
+    for (std::size_t i = 0; i < r.frame_count && !no_room; ++i) {
       const auto parsed = parse_frame(r.frames[i]);
       if (!parsed.ok() || parsed->header().channel() != config.id || parsed->header().session() != session_ ||
           parsed->header().is_control()) {
@@ -243,11 +311,18 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
         continue;
       }
       if (next_emit_ != 0 && parsed->header().first_seq() > next_emit_) break;  // would leave a hole: ask again
-      emit(kRecoveryLine, *parsed, 0, Source::kRecovered, receive_time_ns);
+      no_room = emit(kRecoveryLine, *parsed, 0, Source::kRecovered, receive_time_ns) == Emitted::kNoRoom;
+    }
+    if (next_emit_ != before) need(now_ns);  // progress renews the timeout; a full fromEngine alone does not
+    if (no_room) {
+      stats_.ring_full_drops.add();
+      retry_at_ = now_ns + kFullRingRetryNs;  // the rest is asked for again once the app has read some
+      return;
     }
     if (next_emit_ == before) give_up();  // no progress: never loop on the same range
     return;
   }
+  need(now_ns);
   if (status == Status::kRangeGone || status == Status::kUnknownSession) {
     counters.range_gone.add();
     report_pending_gaps();
@@ -267,6 +342,7 @@ void SubscriberChannel::ask(Q& q) {
 }
 
 void SubscriberChannel::pump() {
+  settle();
   if (client_ == nullptr) return;
   for (;;) {
     if (!recovering()) return;
@@ -279,16 +355,20 @@ void SubscriberChannel::pump() {
       if (now_ns < retry_at_ || !client_->connected()) return;
       recovery::SnapshotRequest q;
       q.channel = config.id;
+      snapshot_torn_ = false;
       ask(q);
       return;
     }
     Pending& head = pending_.front();
     if (!head.is_gap) {
-      const Pending p = std::move(head);
+      // fromEngine full: it stays at the head and is tried again; waited_too_long() bounds that.
+      if (emit(static_cast<std::uint8_t>(head.line), ParsedFrame(head.frame), 0, Source::kHeld, head.receive_ns) ==
+          Emitted::kNoRoom) {
+        return;
+      }
       pending_.pop_front();
       --held_frames_;
       counters.held.set(held_frames_);
-      emit(static_cast<std::uint8_t>(p.line), ParsedFrame(p.frame), 0, Source::kHeld, p.receive_ns);
       continue;
     }
     const std::uint64_t end = head.from + head.count;
@@ -312,6 +392,7 @@ void SubscriberChannel::set_client(RecoveryClient* client) {
   client_ = client;
   outstanding_ = 0;  // its reply would come on the old QP, which is gone
   retry_at_ = 0;
+  snapshot_torn_ = false;
 }
 
 void SubscriberChannel::on_connected(std::uint64_t now) {
@@ -319,11 +400,16 @@ void SubscriberChannel::on_connected(std::uint64_t now) {
 }
 
 std::uint64_t SubscriberChannel::deadline() const {
-  if (!recovering()) return 0;
-  if (retry_at_ > now_ns) return retry_at_;
-  const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
-  // Re-check soon while waiting for a connection or a send slot.
-  return std::min(since + client_->config().request_timeout_ns + 1, now_ns + 1'000'000);
+  // Owed records are written once the app has read some: nothing else may wake the engine for them.
+  const std::uint64_t owed = owed_.empty() ? 0 : now_ns + kFullRingRetryNs;
+  if (!recovering()) return owed;
+  std::uint64_t due = retry_at_;
+  if (retry_at_ <= now_ns) {
+    const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
+    // Re-check soon while waiting for a connection, a send slot or room in fromEngine.
+    due = std::min(since + client_->config().request_timeout_ns + 1, now_ns + 1'000'000);
+  }
+  return owed == 0 ? due : std::min(owed, due);
 }
 
 }  // namespace qpgate::feed

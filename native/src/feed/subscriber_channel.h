@@ -28,6 +28,14 @@
 //   a new session
 //             what the old one still needed is over: its queued ranges are
 //             reported unrecoverable, its held frames delivered.
+// fromEngine full (the app is not reading fast enough) loses nothing
+// silently. A live frame that finds no room is a hole like one lost on the
+// wire: asked for again over recovery, or, without a recovery connection,
+// reported as a FEED_GAP. A held or recovered frame stays where it is and is
+// tried again (within request_timeout_ns). A FEED_GAP or FEED_SESSION record
+// that finds no room is owed: written, in order, before anything else of the
+// channel once there is room. A snapshot torn by a full ring is asked for
+// again whole.
 // Held frames are copies: recovery allocates; the live path does not.
 // One thread (the engine's).
 #pragma once
@@ -78,6 +86,15 @@ class SubscriberChannel final : public ArbiterSink {
  private:
   enum class Mode : std::uint8_t { kLive, kSnapshot };
   enum class Source : std::uint8_t { kLive, kHeld, kRecovered };
+  // What emit() did with a frame.
+  enum class Emitted : std::uint8_t { kWritten, kNotNeeded, kNoRoom };
+  // A FEED_GAP (is_gap) or FEED_SESSION record still to be written.
+  struct Owed {
+    bool is_gap = false;
+    std::uint64_t from = 0, end = 0;  // gap
+    std::uint32_t old_session = 0, new_session = 0;
+    std::uint64_t next_seq = 0;  // session
+  };
   struct Pending {
     bool is_gap = false;
     Line line = Line::kA;
@@ -88,10 +105,25 @@ class SubscriberChannel final : public ArbiterSink {
   };
 
   bool recovering() const { return client_ != nullptr && (mode_ == Mode::kSnapshot || !pending_.empty()); }
-  void emit(std::uint8_t line, const ParsedFrame& frame, std::uint16_t min_skip, Source source, std::uint64_t receive_ns);
+  Emitted emit(std::uint8_t line, const ParsedFrame& frame, std::uint16_t min_skip, Source source,
+               std::uint64_t receive_ns);
+  // A live frame, or the hole it leaves when fromEngine is full.
+  void emit_live(Line line, const ParsedFrame& frame, std::uint16_t skip);
+  // A held frame being let go of, or, when fromEngine is full, its range reported unrecoverable.
+  void emit_or_report(const Pending& held);
+  // The first sequence of `frame` (past `skip`) the app has not had.
+  std::uint64_t undelivered_from(const ParsedFrame& frame, std::uint16_t skip) const;
+  // A hole in what the app gets, from `from` for `count`: queued for recovery, or reported.
+  void hole(std::uint64_t from, std::uint64_t count);
   // Claims a record and writes its common head (subscriber id, channel); null when fromEngine is full (counted).
   std::uint8_t* claim(std::int32_t type, std::int32_t length);
+  // Each false when fromEngine has no room, or owed records are still ahead of it.
   bool write_frame(std::uint8_t line, const ParsedFrame& frame, std::uint16_t skip, std::uint64_t receive_ns);
+  bool write_gap(std::uint64_t from, std::uint64_t end);
+  bool write_session(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq);
+  // Writes the owed records it can; true when none is left.
+  bool settle();
+  void owe(const Owed& record);
   void unrecoverable(std::uint64_t from, std::uint64_t end);
   void report_pending_gaps();
   void give_up();
@@ -113,7 +145,9 @@ class SubscriberChannel final : public ArbiterSink {
   std::uint64_t outstanding_ = 0;  // request id awaiting its reply (0: none)
   std::uint64_t sent_at_ = 0;
   std::uint64_t need_since_ = 0;   // when the current need arose (waiting for a connection)
-  std::uint64_t retry_at_ = 0;     // THROTTLED: not before
+  std::uint64_t retry_at_ = 0;     // THROTTLED, or fromEngine full: not before
+  bool snapshot_torn_ = false;     // a part of the snapshot being received found fromEngine full
+  std::vector<Owed> owed_;         // in order; contiguous gaps merged, so a handful at most
 };
 
 }  // namespace qpgate::feed

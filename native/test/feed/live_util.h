@@ -80,10 +80,19 @@ struct SessionRecord {
   std::uint64_t next_seq;
 };
 
+// One record as the app met it, in ring order: the sequences a frame (past
+// its skip) or a gap covers, [from, end), or a session change (new_session).
+struct Delivery {
+  enum Kind : std::uint8_t { kFrame, kGap, kSession } kind;
+  std::uint64_t from = 0, end = 0;
+  std::uint32_t new_session = 0;
+};
+
 struct Records {
   std::vector<FrameRecord> frames;
   std::vector<GapRecord> gaps;
   std::vector<SessionRecord> sessions;
+  std::vector<Delivery> log;
   std::uint64_t messages = 0;
 
   void read(engine::SpscConsumer& c) {
@@ -95,12 +104,15 @@ struct Records {
                       load_le<std::uint32_t>(p + 20), load_le<std::uint64_t>(p + 24), load_le<std::uint64_t>(p + 32),
                       std::vector<std::uint8_t>(p + records::kFrameRecordHeaderBytes, p + length)};
         messages += r.count - r.skip;
+        if ((r.flags & flags::kSnapshot) == 0) log.push_back({Delivery::kFrame, r.first_seq + r.skip, r.first_seq + r.count});
         frames.push_back(std::move(r));
       } else if (type == records::kFeedGap) {
         gaps.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint64_t>(p + 8), load_le<std::uint64_t>(p + 16)});
+        log.push_back({Delivery::kGap, gaps.back().from, gaps.back().from + gaps.back().count});
       } else if (type == records::kFeedSession) {
         sessions.push_back({load_le<std::uint16_t>(p + 4), load_le<std::uint32_t>(p + 8), load_le<std::uint32_t>(p + 12),
                             load_le<std::uint64_t>(p + 16)});
+        log.push_back({Delivery::kSession, 0, 0, sessions.back().new_session});
       }
       return true;
     });

@@ -19,15 +19,16 @@ namespace {
 constexpr std::uint16_t kChannel = 7;
 
 struct Rig {
-  Rig(const char* gateway, const char* client)
+  Rig(const char* gateway, const char* client, std::int64_t ring_bytes = std::int64_t{1} << 20)
       : gw_dev(open_device(gateway)), sub_dev(open_device(client)),
-        service([this](std::uint32_t id) { return id == 1 ? pub.get() : nullptr; }) {}
+        service([this](std::uint32_t id) { return id == 1 ? pub.get() : nullptr; }), ring(ring_bytes) {}
   std::unique_ptr<verbs::soft::SoftDevice> gw_dev, sub_dev;
   std::unique_ptr<Publisher> pub;
   RecoveryService service;
   std::unique_ptr<Subscriber> sub;
   LocalRing ring;
   Records got;
+  bool app_reads = true;  // false: the app stops reading fromEngine, which fills up
   std::uint32_t next_session = 1;
 
   bool ok() const { return gw_dev && sub_dev; }
@@ -83,7 +84,7 @@ struct Rig {
     if (sub) {
       sub->do_work(qpgate::monotonic_ns(), ring.producer);
       ring.producer.publish();
-      got.read(ring.consumer);
+      if (app_reads) got.read(ring.consumer);
     }
   }
   void run_until(const std::function<bool()>& done, int timeout_ms = 10000) { spin_until(done, [&] { step(); }, timeout_ms); }
@@ -563,6 +564,80 @@ TEST(FeedRecovery, FloodingSessionIsThrottledWhileTheLiveFeedFlows) {
             static_cast<std::uint64_t>(statuses[recovery::Status::kThrottled]));
   // The live feed was not starved: every message, in order, no gap.
   expect_contiguous(rig.live_sequences(), 1, 2200);
+  EXPECT_EQ(rig.counters().gaps.get(), 0u);
+}
+
+// The app stops reading while 2,000 messages arrive: fromEngine (16 KiB) fills
+// after a few dozen frames. What found no room is recovered over RC once the
+// app reads again: every message once, in order, no gap reported.
+TEST(FeedRecovery, AFullDeliveryRingLosesNothingItsFramesAreRecovered) {
+  Rig rig("127.77.89.1", "127.77.89.2", /*ring_bytes=*/16 * 1024);
+  ASSERT_TRUE(rig.ok());
+  const std::uint32_t group = ip4("239.77.89.1");
+  rig.make_publisher(group);
+  rig.make_subscriber(group);
+  rig.publish(100);
+  rig.run_until([&] { return rig.counters().expected.get() == 101; });
+  rig.app_reads = false;
+  constexpr std::size_t kMessages = 2'000;
+  rig.publish(kMessages - 100);
+  rig.settle(20);
+  ASSERT_GT(rig.sub->stats()->ring_full_drops.get(), 0u);
+  rig.app_reads = true;
+  rig.run_until([&] { return rig.counters().expected.get() == kMessages + 1 && rig.counters().held.get() == 0; });
+
+  expect_contiguous(rig.live_sequences(), 1, kMessages);
+  const auto& c = rig.counters();
+  EXPECT_TRUE(rig.got.gaps.empty());
+  EXPECT_EQ(c.unrecoverable.get(), 0u);
+  EXPECT_EQ(c.gaps.get(), 0u);  // nothing was lost on the wire
+  EXPECT_GT(c.recovered.get(), 0u);
+  EXPECT_EQ(c.recovery_failures.get(), 0u);
+}
+
+// Without recovery the same full ring is reported: every sequence reaches the
+// app as a frame or inside a FEED_GAP, in order, and a publisher restart met
+// while the ring is full comes as its FEED_SESSION between the two sessions.
+TEST(FeedRecovery, WithoutRecoveryAFullDeliveryRingIsReportedAsGapsInOrder) {
+  Rig rig("127.77.88.1", "127.77.88.2", /*ring_bytes=*/16 * 1024);
+  ASSERT_TRUE(rig.ok());
+  const std::uint32_t group = ip4("239.77.88.1");
+  rig.make_publisher(group);
+  rig.make_subscriber(group, /*recovery=*/false);
+  rig.app_reads = false;
+  rig.publish(1'000);
+  rig.settle(20);
+  const std::uint32_t first = rig.pub->session();
+  rig.pub->close(qpgate::monotonic_ns());
+  rig.run_until([&] { return rig.pub->drained(); });
+  rig.make_publisher(group, 65536, first);
+  rig.publish(500);
+  rig.settle(20);
+  ASSERT_GT(rig.sub->stats()->ring_full_drops.get(), 0u);
+  rig.app_reads = true;
+  rig.run_until([&] { return rig.counters().expected.get() == 501; });
+  rig.settle(5);  // owed records are written once there is room
+
+  // Session 1 covers 1..1000 and session 2 covers 1..500 (its end-of-session may add none), each without a hole.
+  std::vector<std::uint32_t> sessions;
+  std::vector<std::uint64_t> next{1};
+  std::uint64_t gap_messages = 0;
+  for (const Delivery& d : rig.got.log) {
+    if (d.kind == Delivery::kSession) {
+      sessions.push_back(d.new_session);
+      if (sessions.size() > 1) next.push_back(1);
+      continue;
+    }
+    ASSERT_EQ(d.from, next.back()) << "a hole before " << d.from << " in session " << sessions.size();
+    next.back() = d.end;
+    if (d.kind == Delivery::kGap) gap_messages += d.end - d.from;
+  }
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[1], rig.pub->session());
+  EXPECT_EQ(next[0], 1'001u);
+  EXPECT_EQ(next[1], 501u);
+  EXPECT_GT(gap_messages, 0u);
+  EXPECT_EQ(rig.counters().unrecoverable.get(), gap_messages);
   EXPECT_EQ(rig.counters().gaps.get(), 0u);
 }
 
