@@ -61,7 +61,7 @@ export interface SubscribeOptions {
   /** A device on that engine (openFeedDevice), or options to open one: soft {address: '127.0.0.3'}, ibv {kind: 'ibv', name: 'rxe0'}. */
   readonly device: FeedDevice | OpenDeviceOptions | OpenIbvDeviceOptions;
   readonly channels: readonly SubscriberChannelConfig[];
-  /** Largest frame expected (receive buffer size; default 4096). */
+  /** Largest frame expected (receive buffer size; default 4096). At most fromEngineCapacity / 8 − 48 (a frame record and its header must fit the engine's fromEngine ring). */
   readonly maxFrameSize?: number;
   /** Receive buffers posted (default 512). */
   readonly recvSlots?: number;

@@ -82,3 +82,21 @@ test('the addon takes the same values and refuses the same ones, naming the sett
     await engine.stop();
   }
 });
+
+test("a subscriber's largest frame must fit the engine's fromEngine records, or it is refused naming both settings", async () => {
+  // 32 KiB of fromEngine: records of at most 4,096 bytes with their 8-byte header, so frames of at most 4,048 bytes.
+  const engine = new Engine({ hugePages: false, fromEngineCapacity: 1 << 15 });
+  await engine.start();
+  const device = openFeedDevice(engine, { address: freeLoopbackAddress() });
+  const create = (maxFrameSize: number) => nativeFeed().createSubscriber(engine.native, nativeDeviceOf(device), { channels: [CHANNEL], maxFrameSize }).close();
+  try {
+    assert.doesNotThrow(() => create(4048));
+    assert.throws(
+      () => create(4049),
+      (e: Error) => e instanceof RangeError && e.message === "feed.createSubscriber: maxFrameSize 4049 does not fit the engine's fromEngine records (at most 4048 frame bytes with fromEngineCapacity 32768): raise fromEngineCapacity or lower maxFrameSize",
+    );
+  } finally {
+    device.close();
+    await engine.stop();
+  }
+});

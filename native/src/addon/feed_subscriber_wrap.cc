@@ -211,6 +211,17 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
     if (has(ro, "bufferFrames")) rc.buffer_frames = to_u32(env, ro.Get("bufferFrames"), where + ".bufferFrames", 1u << 22);
   }
   if (std::string e = feed::validate(sc); !e.empty()) throw Napi::TypeError::New(env, "feed.createSubscriber: " + e);
+  // A frame fromEngine can never hold would be a hole asked for again until recovery gives up (subscriber_channel.h).
+  const engine::RingMemory ring = r.engine->from_engine_ring();
+  const engine::RingView delivery = ring.view;
+  const std::int64_t largest = delivery.max_record_length() - engine::ring_layout::kHeaderLength;
+  if (ring && feed::records::kFrameRecordHeaderBytes + static_cast<std::int64_t>(sc.max_frame_bytes) > largest) {
+    throw Napi::RangeError::New(env, "feed.createSubscriber: maxFrameSize " + std::to_string(sc.max_frame_bytes) +
+                                         " does not fit the engine's fromEngine records (at most " +
+                                         std::to_string(largest - feed::records::kFrameRecordHeaderBytes) +
+                                         " frame bytes with fromEngineCapacity " + std::to_string(delivery.capacity()) +
+                                         "): raise fromEngineCapacity or lower maxFrameSize");
+  }
 
   verbs::Result<std::uint32_t> id = verbs::Error{};
   std::shared_ptr<feed::SubscriberStats> stats;
