@@ -20,12 +20,13 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-/** The `feeds:` block of a gateway config publishing a synthetic feed on one channel. */
-export function syntheticFeedYaml(o: { group: string; heartbeatMs: number; instruments: number; ratePerSec: number }): string {
+/** The `feeds:` block of a gateway config publishing a synthetic feed on one channel (line B too with `groupB`). */
+export function syntheticFeedYaml(o: { group: string; groupB?: string; heartbeatMs: number; instruments: number; ratePerSec: number }): string {
+  const lineB = o.groupB === undefined ? '' : `, groupB: "${o.groupB}"`;
   return `feeds:
   enabled: true
   channels:
-    - {id: 1, groupA: "${o.group}", heartbeatMs: ${o.heartbeatMs}}
+    - {id: 1, groupA: "${o.group}"${lineB}, heartbeatMs: ${o.heartbeatMs}}
   instruments: {count: ${o.instruments}}
   synthetic: {enabled: true, ratePerSec: ${o.ratePerSec}}
 `;

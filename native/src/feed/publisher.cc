@@ -205,6 +205,10 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
   if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
   auto source = verbs::choose_source_gid(device);
   if (!source.ok()) return verbs::Error{source.error().code, "feed publisher: " + source.error().message};
+  // Line B leaves from the device's alternate address when it has one (a soft device with two
+  // addresses): on a host with two links each line then has its own (verbs/soft/path_nets.h).
+  const std::optional<verbs::SourceGid> alternate = verbs::choose_alternate_gid(device, *source);
+  const std::uint8_t line_sources[2] = {source->index, alternate ? alternate->index : source->index};
   std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), memory, now_ns));
   p->slot_bytes_ = slot_bytes;
   for (auto& c : p->channels_) {
@@ -213,7 +217,7 @@ verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& devic
       if (groups[line] == 0) continue;
       verbs::AhAttr attr;
       attr.dgid = group_gid(groups[line]);
-      attr.sgid_index = source->index;  // IPv4 groups leave from the IPv4-mapped GID (rxe's index 0 is link-local IPv6)
+      attr.sgid_index = line_sources[line];  // IPv4 groups leave from an IPv4-mapped GID (rxe's index 0 is link-local IPv6)
       attr.hop_limit = config.hop_limit;
       auto ah = p->ep_->pd->create_ah(attr);
       if (!ah.ok()) return verbs::Error{ah.error().code, "feed publisher: create_ah: " + ah.error().message};

@@ -188,7 +188,7 @@ class SoftPd final : public ProtectionDomain {
         .mrs = core.mrs,
         .events = core.events,
         .mcast = core.mcast,
-        .membership = *core.net,
+        .membership = core.paths ? static_cast<MulticastMembership&>(*core.paths) : *core.net,
         .local_ip = core.iface.address,
         .local_gid = core.gid,
         .gid_addresses = core.gid_addresses,
