@@ -23,7 +23,8 @@
 // 'cancel' (unsolicited CancelAcks: IOC remainder, self-match,
 // cancel-on-disconnect), 'reject' (a Reject no request claims), 'gap'
 // (app_seqs the gateway could no longer resend), 'disconnect' (the QP failed;
-// call reconnect()).
+// call reconnect()), 'error' (an undecodable message; a listener that threw:
+// the rest of its batch is delivered and every request still settles first).
 //
 // Liveness: an RC requester learns that its peer is gone only from a request
 // that goes unanswered, so a session with nothing in flight would never see a
@@ -444,6 +445,7 @@ export class OrderClient extends EventEmitter {
       return 0;
     }
     let received = 0;
+    let thrown: unknown;
     for (let o = 0; o < n * WC_WORDS; o += WC_WORDS) {
       if (w[o + WcWord.qpNum] !== qpn) continue;
       const status = w[o + WcWord.status]!;
@@ -451,7 +453,7 @@ export class OrderClient extends EventEmitter {
         this.#keepaliveOutstanding = false;
         if (status !== 0) {
           this.#lost(`keepalive READ completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}: the gateway stopped answering`);
-          return received;
+          break;
         }
         this.#stats.keepalives++;
         continue;
@@ -459,7 +461,7 @@ export class OrderClient extends EventEmitter {
       const isSend = w[o + WcWord.wrIdHigh] === SEND_WR_ID_HIGH;
       if (status !== 0) {
         this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`);
-        return received;
+        break;
       }
       const slot = w[o + WcWord.wrIdLow]!;
       if (isSend) {
@@ -476,17 +478,29 @@ export class OrderClient extends EventEmitter {
         this.emit('error', new Error(`qpgate client: undecodable message from the gateway: ${(err as Error).message}`));
         continue;
       }
-      this.#deliver(message);
-      if (!this.#connected) return received;
+      try {
+        this.#deliver(message);
+      } catch (err) {
+        thrown ??= err; // an application listener's: the rest of the batch is delivered first
+      }
+      if (!this.#connected) break;
     }
-    try {
-      ep.postReceives();
-    } catch (err) {
-      this.#lost(`postRecv failed: ${(err as Error).message}`);
-      return received;
+    if (this.#connected) {
+      try {
+        ep.postReceives();
+      } catch (err) {
+        this.#lost(`postRecv failed: ${(err as Error).message}`);
+      }
+      this.#pump();
     }
-    this.#pump();
+    if (thrown !== undefined) this.#listenerThrew(thrown);
     return received;
+  }
+
+  // Reported as 'error' (thrown, as EventEmitter does, when nothing listens for it).
+  #listenerThrew(err: unknown): void {
+    const text = err instanceof Error ? err.message : String(err);
+    this.emit('error', new Error(`qpgate client: a listener threw: ${text}`, { cause: err }));
   }
 
   #deliver(m: GatewayMessage): void {
@@ -524,8 +538,19 @@ export class OrderClient extends EventEmitter {
       this.emit('gap', { from: this.#lastAppSeq + 1n, to: m.appSeq - 1n });
     }
     this.#lastAppSeq = m.appSeq;
-    this.emit('message', m);
-    this.#settle(m);
+    // A listener that throws must not cost the request its answer nor the catch-up its end.
+    try {
+      this.emit('message', m);
+    } finally {
+      try {
+        this.#settle(m);
+      } finally {
+        this.#caughtUpTo();
+      }
+    }
+  }
+
+  #caughtUpTo(): void {
     if (this.#catchUp !== undefined && this.#lastAppSeq >= this.#catchUp.target) {
       const done = this.#catchUp.resolve;
       this.#catchUp = undefined;
