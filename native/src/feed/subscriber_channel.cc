@@ -255,50 +255,59 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
     return;
   }
   if (snapshot) {
-    if (status != Status::kOk) {
-      give_up();
-      return;
+    on_snapshot_reply(r);
+  } else {
+    on_retransmit_reply(r);
+  }
+}
+
+void SubscriberChannel::on_snapshot_reply(const recovery::Reply& r) {
+  if (r.snapshot.status != Status::kOk) {
+    give_up();
+    return;
+  }
+  for (std::size_t i = 0; i < r.frame_count; ++i) {
+    const auto parsed = parse_frame(r.frames[i]);
+    if (!parsed.ok() || parsed->header().channel() != config.id || (parsed->header().flags() & flags::kSnapshot) == 0) {
+      client_->counters().malformed_replies.add();
+      continue;
     }
-    for (std::size_t i = 0; i < r.frame_count; ++i) {
-      const auto parsed = parse_frame(r.frames[i]);
-      if (!parsed.ok() || parsed->header().channel() != config.id || (parsed->header().flags() & flags::kSnapshot) == 0) {
-        client_->counters().malformed_replies.add();
-        continue;
-      }
-      if (!write_frame(kRecoveryLine, *parsed, 0, receive_time_ns)) {
-        if (!snapshot_torn_) stats_.ring_full_drops.add();
-        snapshot_torn_ = true;
-        continue;
-      }
-      counters.snapshot_messages.add(parsed->message_count());
+    if (!write_frame(kRecoveryLine, *parsed, 0, receive_time_ns)) {
+      if (!snapshot_torn_) stats_.ring_full_drops.add();
+      snapshot_torn_ = true;
+      continue;
     }
-    if (!r.snapshot.last) {
-      sent_at_ = now_ns;  // more parts follow
-      return;
-    }
-    outstanding_ = 0;
-    if (snapshot_torn_) {
-      // The app missed parts of it: asked for again whole, once fromEngine has had time to drain;
-      // request_timeout_ns (from need_since_, not renewed here) bounds the retries.
-      snapshot_torn_ = false;
-      retry_at_ = now_ns + kFullRingRetryNs;
-      return;
-    }
-    counters.snapshots.add();
-    mode_ = Mode::kLive;
-    // Ranges the snapshot covers are over (reported lost), the rest is still wanted.
-    const std::uint64_t resume = r.snapshot.last_sequence + 1;
-    std::erase_if(pending_, [&](const Pending& p) {
-      if (!p.is_gap || p.from + p.count > resume) return false;
-      counters.unrecoverable.add(p.count);
-      return true;
-    });
-    next_emit_ = std::max(next_emit_, resume);
-    counters.expected.set(next_emit_);
-    need(now_ns);
+    counters.snapshot_messages.add(parsed->message_count());
+  }
+  if (!r.snapshot.last) {
+    sent_at_ = now_ns;  // more parts follow
     return;
   }
   outstanding_ = 0;
+  if (snapshot_torn_) {
+    // The app missed parts of it: asked for again whole, once fromEngine has had time to drain;
+    // request_timeout_ns (from need_since_, not renewed here) bounds the retries.
+    snapshot_torn_ = false;
+    retry_at_ = now_ns + kFullRingRetryNs;
+    return;
+  }
+  counters.snapshots.add();
+  mode_ = Mode::kLive;
+  // Ranges the snapshot covers are over (reported lost), the rest is still wanted.
+  const std::uint64_t resume = r.snapshot.last_sequence + 1;
+  std::erase_if(pending_, [&](const Pending& p) {
+    if (!p.is_gap || p.from + p.count > resume) return false;
+    counters.unrecoverable.add(p.count);
+    return true;
+  });
+  next_emit_ = std::max(next_emit_, resume);
+  counters.expected.set(next_emit_);
+  need(now_ns);
+}
+
+void SubscriberChannel::on_retransmit_reply(const recovery::Reply& r) {
+  outstanding_ = 0;
+  const Status status = r.retransmit.status;
   if (status == Status::kOk) {
     counters.recovery_replies.add();
     const std::uint64_t before = next_emit_;

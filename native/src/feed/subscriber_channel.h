@@ -125,6 +125,9 @@ class SubscriberChannel final : public ArbiterSink {
   bool settle();
   void owe(const Owed& record);
   void unrecoverable(std::uint64_t from, std::uint64_t end);
+  // The reply to the outstanding request, by kind (THROTTLED handled before).
+  void on_snapshot_reply(const recovery::Reply& reply);
+  void on_retransmit_reply(const recovery::Reply& reply);
   void report_pending_gaps();
   void give_up();
   void flush_pending();
