@@ -66,14 +66,22 @@ bool SubscriberChannel::write_session(std::uint32_t old_session, std::uint32_t n
   return true;
 }
 
+bool SubscriberChannel::write(const Owed& r) {
+  return r.is_gap ? write_gap(r.from, r.end) : write_session(r.old_session, r.new_session, r.next_seq);
+}
+
 bool SubscriberChannel::settle() {
   std::size_t written = 0;
   for (const Owed& o : owed_) {
-    if (!(o.is_gap ? write_gap(o.from, o.end) : write_session(o.old_session, o.new_session, o.next_seq))) break;
+    if (!write(o)) break;
     ++written;
   }
   owed_.erase(owed_.begin(), owed_.begin() + static_cast<std::ptrdiff_t>(written));
   return owed_.empty();
+}
+
+void SubscriberChannel::write_or_owe(const Owed& record) {
+  if (!(settle() && write(record))) owe(record);
 }
 
 void SubscriberChannel::owe(const Owed& record) {
@@ -153,7 +161,7 @@ void SubscriberChannel::unrecoverable(std::uint64_t from, std::uint64_t end) {
   counters.unrecoverable.add(end - from);
   next_emit_ = end;
   counters.expected.set(next_emit_);
-  if (!(settle() && write_gap(from, end))) owe({.is_gap = true, .from = from, .end = end});
+  write_or_owe({.is_gap = true, .from = from, .end = end});
 }
 
 void SubscriberChannel::hole(std::uint64_t from, std::uint64_t count) {
@@ -191,9 +199,7 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
     mode_ = Mode::kLive;
     next_emit_ = next_seq;
   }
-  if (!(settle() && write_session(old_session, new_session, next_seq))) {
-    owe({.old_session = old_session, .new_session = new_session, .next_seq = next_seq});
-  }
+  write_or_owe({.old_session = old_session, .new_session = new_session, .next_seq = next_seq});
 }
 
 void SubscriberChannel::need(std::uint64_t since) { need_since_ = since == 0 ? 1 : since; }

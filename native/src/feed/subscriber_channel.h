@@ -115,14 +115,17 @@ class SubscriberChannel final : public ArbiterSink {
   std::uint64_t undelivered_from(const ParsedFrame& frame, std::uint16_t skip) const;
   // A hole in what the app gets, from `from` for `count`: queued for recovery, or reported.
   void hole(std::uint64_t from, std::uint64_t count);
-  // Claims a record and writes its common head (subscriber id, channel); null when fromEngine is full (counted).
+  // Claims a record and writes its common head (subscriber id, channel); null when fromEngine is full.
   std::uint8_t* claim(std::int32_t type, std::int32_t length);
   // Each false when fromEngine has no room, or owed records are still ahead of it.
   bool write_frame(std::uint8_t line, const ParsedFrame& frame, std::uint16_t skip, std::uint64_t receive_ns);
   bool write_gap(std::uint64_t from, std::uint64_t end);
   bool write_session(std::uint32_t old_session, std::uint32_t new_session, std::uint64_t next_seq);
+  bool write(const Owed& record);
   // Writes the owed records it can; true when none is left.
   bool settle();
+  // `record` now, behind what is owed, or owed too (counted).
+  void write_or_owe(const Owed& record);
   void owe(const Owed& record);
   void unrecoverable(std::uint64_t from, std::uint64_t end);
   // The reply to the outstanding request, by kind (THROTTLED handled before).
