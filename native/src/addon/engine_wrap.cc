@@ -124,6 +124,10 @@ EngineWrap::EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Engine
 EngineWrap::~EngineWrap() { StopEngine(false); }
 
 bool EngineWrap::WakeJs() {
+  if (driver_) {  // driven: this is the JS thread (engine_driver.h)
+    driver_->wake_js();
+    return true;
+  }
   const napi_status status = tsfn_.NonBlockingCall();
   // napi_closing: the environment is going away; nothing left to wake.
   return status != napi_queue_full;
@@ -151,7 +155,8 @@ Napi::Value EngineWrap::StartDriven(const Napi::CallbackInfo& info) {
   const Napi::Function on_work = to_function(env, info[0], "qpgate Engine: startDriven: onWork");
   StartWith(env, [&] {
     engine_->start_driven();
-    driver_ = std::make_shared<EngineDriver>(env, engine_, on_work);
+    driver_ = std::make_shared<EngineDriver>(env, engine_, on_work,
+                                             on_wake_.IsEmpty() ? Napi::Function() : on_wake_.Value());
   });
   return env.Undefined();
 }

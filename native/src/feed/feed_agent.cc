@@ -57,18 +57,25 @@ int FeedAgent::do_work(std::uint64_t now_ns) {
   }
   work += recovery_.do_work(now_ns);
   if (recovery_.size() > 0) deadline = std::min(deadline, now_ns + 1'000'000);  // RC completions are polled
-  if (context_ != nullptr) {
-    for (auto& [id, s] : subscribers_) {
-      work += s->do_work(now_ns, *context_->from_engine);
-      if (s->next_deadline_ns() != 0) deadline = std::min(deadline, s->next_deadline_ns());
-    }
-  }
   if (!closing_.empty()) {
     for (auto& c : closing_) work += c.publisher->do_work(now_ns);
     std::erase_if(closing_, [&](const Closing& c) { return c.publisher->drained() || now_ns >= c.give_up_ns; });
     if (!closing_.empty()) deadline = std::min(deadline, now_ns + 1'000'000);
   }
   if (deadline != UINT64_MAX && context_ != nullptr) context_->arm_deadline(deadline);
+  return work;
+}
+
+int FeedAgent::deliver(std::uint64_t now_ns) {
+  if (context_ == nullptr) return 0;
+  int work = 0;
+  for (auto& [id, p] : publishers_) work += p->reap();
+  std::uint64_t deadline = UINT64_MAX;
+  for (auto& [id, s] : subscribers_) {
+    work += s->do_work(now_ns, *context_->from_engine);
+    if (s->next_deadline_ns() != 0) deadline = std::min(deadline, s->next_deadline_ns());
+  }
+  if (deadline != UINT64_MAX) context_->arm_deadline(deadline);
   return work;
 }
 

@@ -6,16 +6,24 @@
 //   one) and handed to the
 //   publisher they name; a publisher out of send slots leaves the record in
 //   the ring (back-pressure).
-//   do_work: every publisher (flush open frames, heartbeats, post, reap),
-//   the recovery service (RC sessions answering retransmission and snapshot
-//   requests from the publishers' rings and snapshot stores), every subscriber (poll, arbitrate, records to fromEngine), closing
-//   publishers until their last frames left; then arms the engine deadline
-//   with the earliest heartbeat or arbitration timeout.
+//   do_work, the send side: every publisher (flush open frames,
+//   heartbeats, post, reap), the recovery service (RC sessions answering
+//   retransmission and snapshot requests from the publishers' rings and
+//   snapshot stores), closing publishers until their last frames left;
+//   then arms the engine deadline with the earliest heartbeat.
+//   deliver, the receive side, run by its FeedDeliveryAgent: the
+//   publishers' send completions, every subscriber (poll, arbitrate,
+//   records to fromEngine); then arms the deadline with the earliest
+//   arbitration or recovery timeout.
 //
 // Its builder (gateway/engine_agents.h) gives it the engine's command agent
 // and adds it right after that agent, so it runs right after the records of
-// each duty cycle; the owner of the engine keeps the pointer the builder
-// returns. Tests may build one by hand the same way.
+// each duty cycle, and adds its FeedDeliveryAgent after the device agents,
+// so a frame the devices receive in a duty cycle reaches JS in that cycle
+// (a driven engine's publish then runs two cycles, not three: one syscall
+// per device per cycle saved; bench/README.md, "Driven delivery"). The
+// owner of the engine keeps the pointers the builder returns. Tests may
+// build them by hand the same way.
 //
 // Publishers and subscribers are added and removed on the engine thread
 // (Engine::run_on_engine); their stats objects may be read from any thread.
@@ -45,6 +53,8 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   const char* name() const override { return "feed"; }
   void on_start(engine::AgentContext& context) override;
   int do_work(std::uint64_t now_ns) override;
+  // The subscribers' duty cycle (FeedDeliveryAgent::do_work).
+  int deliver(std::uint64_t now_ns);
   void on_close() override;
   bool on_record(std::int32_t type, const std::byte* payload, std::int32_t length) override;
 
@@ -87,6 +97,19 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   std::uint32_t next_id_ = 1;
   std::uint32_t last_session_ = 0;
   engine::SingleWriterCounter rejected_records_;  // FEED_PUBLISH for no publisher, or too short
+};
+
+// The receive side of a FeedAgent as an agent of its own, added after the
+// device agents (see the top of this file). Its faults stop only itself.
+class FeedDeliveryAgent final : public engine::Agent {
+ public:
+  explicit FeedDeliveryAgent(FeedAgent& feed) : feed_(feed) {}
+  const char* name() const override { return "feed-delivery"; }
+  void on_start(engine::AgentContext& /*context*/) override {}  // the FeedAgent holds the context
+  int do_work(std::uint64_t now_ns) override { return feed_.deliver(now_ns); }
+
+ private:
+  FeedAgent& feed_;
 };
 
 }  // namespace qpgate::feed

@@ -149,6 +149,10 @@ class Publisher {
                         std::uint64_t enqueue_ns);
   // `now_ns`: CLOCK_MONOTONIC. Returns the work done.
   int do_work(std::uint64_t now_ns);
+  // Frees the send slots of completed SENDs; returns how many. do_work does
+  // it too; the owner may also call it after the device has sent, so a
+  // cycle's completions are taken in that cycle (feed_agent.h).
+  int reap();
   // The earliest heartbeat due (CLOCK_MONOTONIC ns).
   std::uint64_t next_deadline_ns() const;
 
@@ -183,7 +187,6 @@ class Publisher {
   void send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns);
   void send_data_frame(Channel& c, std::uint64_t now_ns);
   void send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns);
-  int reap();
   void post();
   static std::uint64_t heartbeat_due_ns(const Channel& c);
   std::size_t slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const;

@@ -49,6 +49,7 @@ EngineAgents add_engine_agents(engine::Engine& engine) {
   a.feed = engine.add_agent(std::make_unique<feed::FeedAgent>(a.commands));
   a.orders = engine.add_agent(std::make_unique<orders::OrderAgent>(std::make_unique<FeedAgentPublishers>(*a.feed)));
   a.soft_devices = engine.add_agent(std::make_unique<engine::SoftDeviceAgent>());
+  engine.add_agent(std::make_unique<feed::FeedDeliveryAgent>(*a.feed));
   a.device_events = engine.add_agent(std::make_unique<engine::DeviceEventsAgent>());
   return a;
 }

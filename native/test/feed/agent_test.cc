@@ -59,6 +59,7 @@ TEST(FeedAgent, PublishRecordsAreRoutedPublishedReceivedAndDeliveredInOrder) {
   auto driver = std::make_unique<DeviceDriver>();
   driver->devices = {pub_dev.get(), sub_dev.get()};
   engine.add_agent(std::move(driver));
+  engine.add_agent(std::make_unique<FeedDeliveryAgent>(*agent));  // after the devices, as engine_agents.cc adds it
   engine.start();
 
   std::uint32_t pub_id = 0, sub_id = 0;
