@@ -17,8 +17,11 @@
 //              Node TCP gateway + client and a bare Node TCP echo (bench/orders/api.ts)
 //   failover   a trading session's failover to its alternate path when the primary
 //              link goes down: p50/p99 over 20 runs (bench/orders/failover.ts; root)
+//   machine    how long the host takes a CPU from a thread that never sleeps, one
+//              spinner per CPU (bench/machine/bench_vcpu_gaps.cc; 20 s, --quick 1 s):
+//              read it before trusting a p99 measured with every CPU busy
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api|failover]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api|failover|machine]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +35,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders|api|failover\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders|api|failover|machine\n`);
     process.exit(2);
   }
 }
@@ -56,6 +59,13 @@ function configureNativeBench(): void {
   ]);
 }
 
+if (!only || only === 'machine') {
+  configureNativeBench();
+  step('build the machine check', 'cmake', ['--build', build, '--target', 'bench_vcpu_gaps']);
+  step('CPU time the host takes back: one spinner per CPU', path.join(build, 'bench/bench_vcpu_gaps'), [
+    '--seconds', quick ? '1' : '20',
+  ]);
+}
 if (!only || only === 'icrc') {
   configureNativeBench();
   step('build native benchmarks', 'cmake', ['--build', build, '--target', 'bench_icrc']);

@@ -13,6 +13,8 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
     timeout: 900_000,
   });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  // machine: a spinner per CPU and the longest time each lost
+  assert.match(r.stdout, /^RESULT \{"bench":"vcpu_gaps","cpu":0,"cpus":\d+,"seconds":1\.0,"max_gap_ms":[\d.]+,/m);
   assert.match(r.stdout, /^isal\s+4096\s/m);
   assert.match(r.stdout, /^zlib\s+4096\s/m);
   assert.match(r.stdout, /^backoff\s+16\s+\d+/m);
