@@ -52,6 +52,14 @@ export const ENGINE_COUNTERS = [
     "label": ""
   },
   {
+    "name": "lent_cycles",
+    "js": "lentCycles",
+    "kind": "kCount",
+    "help": "duty cycles its owner ran while the engine thread was parked (lending)",
+    "family": "",
+    "label": ""
+  },
+  {
     "name": "js_wakes",
     "js": "jsWakes",
     "kind": "kCount",

@@ -249,6 +249,7 @@ export function engineOptions(config: GatewayConfig): EngineOptions {
       minParkNs: engine.backoff.minParkNs,
       maxParkNs: engine.backoff.maxParkNs,
     },
+    lendWhenParked: engine.lendWhenParked,
     toEngineCapacity: engine.ringBytes,
     fromEngineCapacity: engine.ringBytes,
   };

@@ -144,9 +144,10 @@ test('bad options are refused in one shape: the option, what it must be, the val
     [{ cpus: 'x-1' }, TypeError, "qpgate Engine: cpus must be a CPU list like '3' or '2-3,6', got 'x-1'"],
     [{ device: 42 }, TypeError, 'qpgate Engine: device must be a string, got 42'],
     [{ hugePages: 'yes' }, TypeError, "qpgate Engine: hugePages must be a boolean, got 'yes'"],
+    [{ lendWhenParked: 1 }, TypeError, 'qpgate Engine: lendWhenParked must be a boolean, got 1'],
     [{ backoff: { maxParkNs: 0 } }, RangeError, 'qpgate Engine: backoff.maxParkNs must be an integer >= 1, got 0'],
     [{ backoff: { minParkNs: 5000, maxParkNs: 10 } }, RangeError, 'qpgate Engine: backoff.maxParkNs must be >= backoff.minParkNs (5000), got 10'],
-    [{ idel: 'spin' }, TypeError, "qpgate Engine: unknown option 'idel' (known: device, cpus, idle, backoff, toEngineCapacity, fromEngineCapacity, hugePages, sysfsRoot, cycleThresholdNs, onWake)"],
+    [{ idel: 'spin' }, TypeError, "qpgate Engine: unknown option 'idel' (known: device, cpus, idle, backoff, toEngineCapacity, fromEngineCapacity, hugePages, sysfsRoot, cycleThresholdNs, lendWhenParked, onWake)"],
     [{ onWake: 1 }, TypeError, 'qpgate Engine: onWake must be a function, got 1'],
     ['fast', TypeError, "qpgate Engine: options must be an object, got 'fast'"],
   ];

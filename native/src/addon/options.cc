@@ -43,7 +43,7 @@ EngineOptions parse_engine_options(Napi::Env env, Napi::Value value) {
   const Napi::Object o = to_object(env, value, "qpgate Engine: options");
   reject_unknown_keys(env, o, "qpgate Engine",
                       {"device", "cpus", "idle", "backoff", "toEngineCapacity", "fromEngineCapacity", "hugePages",
-                       "sysfsRoot", "cycleThresholdNs", "onWake"});
+                       "sysfsRoot", "cycleThresholdNs", "lendWhenParked", "onWake"});
 
   c.device = get_string(env, o, "device", "");
   c.cpus = get_string(env, o, "cpus", "");
@@ -75,6 +75,7 @@ EngineOptions parse_engine_options(Napi::Env env, Napi::Value value) {
   }
 
   if (has(o, "hugePages")) c.huge_pages = to_bool(env, o.Get("hugePages"), kWhere + "hugePages");
+  if (has(o, "lendWhenParked")) c.lend_when_parked = to_bool(env, o.Get("lendWhenParked"), kWhere + "lendWhenParked");
   c.cycle_threshold_ns = get_integer(env, o, "cycleThresholdNs", "cycleThresholdNs", c.cycle_threshold_ns, 1);
   if (has(o, "onWake")) out.on_wake = to_function(env, o.Get("onWake"), kWhere + "onWake");
 

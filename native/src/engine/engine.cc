@@ -17,6 +17,15 @@ namespace {
 // the retry happens soon without spinning on a queue JS is still draining.
 constexpr std::int64_t kWakeRetryParkNs = 50'000;
 
+// A lent engine runs duty cycles while they find work, at most this many: a
+// record's work takes more than one (a publish record becomes a frame the
+// device agent sends in the same cycle; a looped-back frame is read in the
+// next), as after a driven engine's flush (src/native/engine.ts).
+constexpr int kMaxLentCycles = 8;
+// A waking engine thread that finds its duty cycle lent spins this many
+// times, then sleeps until the owner gives it back.
+constexpr int kTakeBackSpins = 64;
+
 std::string describe_pages(const NodeBuffer& buffer) {
   const PageInfo info = page_info(buffer.data());
   std::string text = buffer.page_reason();
@@ -77,6 +86,8 @@ void Engine::reset_for_start() {
   stop_requested_.store(false);
   wake_owed_ = false;
   report_ = PlacementReport{};
+  lend_state_.store(kEngineRuns);
+  owner_thread_id_ = std::this_thread::get_id();
 }
 
 void Engine::start() {
@@ -205,6 +216,10 @@ void Engine::run(std::promise<std::string>& ready) {
 void Engine::run_on_engine(const std::function<void()>& fn) {
   if (on_engine_thread()) {
     fn();
+    return;
+  }
+  if (borrow()) {
+    run_lent(&fn);
     return;
   }
   ControlCommand command;
@@ -375,6 +390,68 @@ void Engine::deliver_js_wake() {
   }
 }
 
+bool Engine::borrow() {
+  if (!config_.lend_when_parked || driven_ || std::this_thread::get_id() != owner_thread_id_) return false;
+  std::uint32_t expected = kParkedLendable;
+  if (!lend_state_.compare_exchange_strong(expected, kLentToOwner, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+    return false;
+  }
+  engine_thread_id_.store(owner_thread_id_);
+  return true;
+}
+
+void Engine::run_lent(const std::function<void()>* fn) {
+  std::exception_ptr failed;
+  if (fn != nullptr) {
+    try {
+      (*fn)();
+    } catch (...) {
+      counters_->task_errors.add();
+      failed = std::current_exception();
+    }
+  }
+  give_back(run_lent_cycles());
+  if (failed) std::rethrow_exception(failed);
+}
+
+bool Engine::run_lent_cycles() {
+  EngineCounters& counters = *counters_;
+  for (int i = 0; i < kMaxLentCycles; ++i) {
+    counters.lent_cycles.add();
+    if (duty_cycle(monotonic_ns()) == 0) return false;
+  }
+  return true;
+}
+
+void Engine::give_back(bool work_left) {
+  engine_thread_id_.store(thread_.get_id());
+  // A waking engine thread that found the cycle lent sleeps on the word
+  // (take_back): wake it, and only then pay for the futex call.
+  if (lend_state_.exchange(kParkedLendable, std::memory_order_acq_rel) == kLentEngineWaits) lend_state_.notify_one();
+  // Cut short with work still there: the engine thread goes on with it.
+  if (work_left) parker_->ring();
+}
+
+void Engine::take_back() {
+  std::uint32_t state = kParkedLendable;
+  for (int tries = 0;; ++tries) {
+    if (lend_state_.compare_exchange_weak(state, kEngineRuns, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return;
+    }
+    if (state == kParkedLendable) continue;  // a spurious failure
+    if (tries < kTakeBackSpins) {
+      cpu_relax();
+    } else if (state == kLentEngineWaits ||
+               lend_state_.compare_exchange_weak(state, kLentEngineWaits, std::memory_order_relaxed)) {
+      // Sleep, not spin or yield: the owner may be running the cycle on this
+      // CPU, and a thread that keeps taking the CPU back only makes the lend longer.
+      lend_state_.wait(kLentEngineWaits, std::memory_order_relaxed);
+    }
+    state = kParkedLendable;
+  }
+}
+
 void Engine::park(std::int64_t timeout_ns) {
   if (wake_owed_) timeout_ns = std::min(timeout_ns, kWakeRetryParkNs);
   // Announce, then re-check: a JS producer that published before seeing the
@@ -386,7 +463,11 @@ void Engine::park(std::int64_t timeout_ns) {
   }
   EngineCounters& counters = *counters_;
   counters.parks.add();
-  const unsigned reasons = parker_->park(timeout_ns);
+  const bool lend = config_.lend_when_parked;
+  if (lend) lend_state_.store(kParkedLendable, std::memory_order_release);
+  const Parker::Ready ready = parker_->wait(timeout_ns);
+  if (lend) take_back();
+  const unsigned reasons = parker_->take_wakes(ready);
   to_engine_.clear_waiting();
   if (reasons & kWakeDoorbell) counters.doorbell_wakes.add();
   if (reasons & kWakeTimer) counters.timer_wakes.add();
@@ -396,6 +477,11 @@ void Engine::park(std::int64_t timeout_ns) {
 bool Engine::notify() {
   if (!running_ || !to_engine_mem_) return false;
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (to_engine_mem_.view.waiting().load(std::memory_order_seq_cst) != 1) return false;
+  if (borrow()) {
+    run_lent(nullptr);
+    return true;
+  }
   if (to_engine_mem_.view.waiting().exchange(0, std::memory_order_seq_cst) != 1) return false;
   parker_->ring();
   notifies_.fetch_add(1, std::memory_order_relaxed);

@@ -68,7 +68,7 @@ bool Parker::add_fd(int fd, std::uint32_t epoll_events) noexcept {
 
 bool Parker::remove_fd(int fd) noexcept { return epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) == 0; }
 
-unsigned Parker::park(std::int64_t timeout_ns) noexcept {
+Parker::Ready Parker::wait(std::int64_t timeout_ns) noexcept {
   timespec timeout{};
   timespec* timeout_ptr = nullptr;
   if (timeout_ns >= 0) {
@@ -76,13 +76,18 @@ unsigned Parker::park(std::int64_t timeout_ns) noexcept {
     timeout.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
     timeout_ptr = &timeout;
   }
-  epoll_event events[16];
-  const int n = epoll_pwait2(epoll_fd_, events, 16, timeout_ptr, nullptr);
-  if (n < 0) return errno == EINTR ? kWakeInterrupted : kWakeTimeout;
+  Ready ready;
+  ready.count = epoll_pwait2(epoll_fd_, ready.events, 16, timeout_ptr, nullptr);
+  if (ready.count < 0 && errno != EINTR) ready.count = 0;  // a failed wait is a timeout
+  return ready;
+}
+
+unsigned Parker::take_wakes(const Ready& ready) noexcept {
+  if (ready.count < 0) return kWakeInterrupted;
   unsigned reasons = kWakeTimeout;
   std::uint64_t drained = 0;
-  for (int i = 0; i < n; ++i) {
-    const int fd = events[i].data.fd;
+  for (int i = 0; i < ready.count; ++i) {
+    const int fd = ready.events[i].data.fd;
     if (fd == doorbell_fd_) {
       [[maybe_unused]] const ssize_t r = read(doorbell_fd_, &drained, sizeof drained);
       reasons |= kWakeDoorbell;

@@ -7,6 +7,8 @@
 // Never a plain sleep: anything that can give the engine work can wake it.
 #pragma once
 
+#include <sys/epoll.h>
+
 #include <cstdint>
 
 namespace qpgate::engine {
@@ -42,7 +44,19 @@ class Parker {
 
   // Engine thread. Blocks up to timeout_ns (< 0: no timeout) and returns a
   // mask of WakeReason. Drains the doorbell and timer so they re-arm.
-  unsigned park(std::int64_t timeout_ns) noexcept;
+  unsigned park(std::int64_t timeout_ns) noexcept { return take_wakes(wait(timeout_ns)); }
+
+  // park() in its two halves, for an engine that lends its duty cycle while
+  // it waits (Engine::park): wait() only blocks and touches nothing but the
+  // kernel's epoll set, so another thread may run the agents (and arm
+  // deadlines) meanwhile; take_wakes() drains the doorbell and the timer,
+  // and runs once the engine has its duty cycle back.
+  struct Ready {
+    epoll_event events[16];
+    int count = 0;  // < 0: interrupted (EINTR) or failed
+  };
+  Ready wait(std::int64_t timeout_ns) noexcept;
+  unsigned take_wakes(const Ready& ready) noexcept;
 
   int doorbell_fd() const { return doorbell_fd_; }
   // Readable while park(0) would report a wake (epoll fds nest): what an

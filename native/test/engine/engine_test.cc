@@ -232,8 +232,11 @@ TEST(Engine, EchoesManyRecordsCompleteAndInOrderWithFarFewerWakesThanRecords) {
               static_cast<unsigned long long>(s.max_cycle_ns));
 }
 
+// From another thread than its owner (or with lending off, lending_test.cc):
+// the owner's own notify runs the cycle itself.
 TEST(Engine, AParkedEngineIsWokenByNotifyAndAnswersPromptly) {
   EngineConfig config;
+  config.lend_when_parked = false;
   config.idle = IdleKind::kBackoff;
   config.backoff.min_park_ns = 10'000'000'000;  // 10 s: only the doorbell can wake it in time
   config.backoff.max_park_ns = 10'000'000'000;

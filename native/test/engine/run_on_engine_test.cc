@@ -18,8 +18,11 @@ namespace {
 using testing::CountingAgent;
 using testing::quiet_config;
 
+// With lending off: a parked engine lends the owner's calls to the owner (lending_test.cc).
 TEST(RunOnEngine, RunsOnTheEngineThreadAndReturnsAfterItRan) {
-  Engine engine(quiet_config());
+  EngineConfig c = quiet_config();
+  c.lend_when_parked = false;
+  Engine engine(c);
   engine.start();
   std::thread::id ran_on;
   bool flag_seen_on_engine = false;
@@ -35,6 +38,7 @@ TEST(RunOnEngine, RunsOnTheEngineThreadAndReturnsAfterItRan) {
 
 TEST(RunOnEngine, WakesAParkedEngineAtOnce) {
   EngineConfig c = quiet_config();
+  c.lend_when_parked = false;
   c.idle = IdleKind::kBackoff;
   c.backoff.max_park_ns = 10'000'000'000;  // a park that only a doorbell ends
   c.backoff.min_park_ns = 1'000'000'000;

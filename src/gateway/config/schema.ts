@@ -62,6 +62,9 @@ export const EngineConfig = Type.Object(
       description: 'CPUs the engine thread may run on; empty = the CPUs of the device NUMA node',
     }),
     backoff: BackoffConfig,
+    lendWhenParked: Type.Boolean({
+      description: "true: a parked engine runs the JS thread's publishes and calls on the JS thread at once instead of being woken",
+    }),
     ringBytes: Type.Integer({
       minimum: 4096,
       maximum: 1 << 30,
