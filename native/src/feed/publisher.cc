@@ -372,15 +372,17 @@ void Publisher::send_data_frame(Channel& c, std::uint64_t now_ns) {
   if (c.packer.empty()) return;
   const std::uint64_t first = c.seq.claim(c.packer.message_count());
   const auto frame = c.packer.finish(first, qpgate::realtime_ns());
-  send_frame(c, frame, now_ns);
-  c.ring->append(frame);
-  c.snapshot->apply_frame(ParsedFrame(frame));
+  const std::size_t slot = send_frame(c, frame, now_ns);
+  if (slot != kNoSlot) {
+    unkept_[unkept_count_++] = Unkept{&c, slot, frame.size()};
+  } else {  // kept now, after the frames before it
+    keep_posted_frames();
+    keep(c, frame);
+  }
   c.counters.frames.add();
   c.counters.messages.add(c.packer.message_count());
   c.counters.bytes.add(frame.size());
   c.counters.next_seq.set(c.seq.next());
-  c.counters.ring_frames.set(c.ring->frames());
-  c.counters.snapshot_slots.set(c.snapshot->slots_used());
   // The records whose last message is in this frame are posted with it.
   for (std::size_t i = 0; i < c.stamp_count; ++i) {
     if (stamp_count_ == kMaxStamps) post();
@@ -397,7 +399,22 @@ void Publisher::send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns
   if (flag == flags::kHeartbeat) c.counters.heartbeats.add();
 }
 
-void Publisher::send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns) {
+void Publisher::keep(Channel& c, std::span<const std::uint8_t> frame) {
+  c.ring->append(frame);
+  c.snapshot->apply_frame(ParsedFrame(frame));
+  c.counters.ring_frames.set(c.ring->frames());
+  c.counters.snapshot_slots.set(c.snapshot->slots_used());
+}
+
+void Publisher::keep_posted_frames() {
+  for (std::size_t i = 0; i < unkept_count_; ++i) {
+    const Unkept& u = unkept_[i];
+    keep(*u.channel, std::span<const std::uint8_t>(ep_->at(u.slot * slot_bytes_), u.bytes));
+  }
+  unkept_count_ = 0;
+}
+
+std::size_t Publisher::send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns) {
   if (free_slots_ == 0 || slots_[next_slot_].outstanding != 0) {
     post();
     // A slot is always free here: publish() checked the room; heartbeats
@@ -405,7 +422,7 @@ void Publisher::send_frame(Channel& c, std::span<const std::uint8_t> frame, std:
     for (int tries = 0; tries < 1000 && (free_slots_ == 0 || slots_[next_slot_].outstanding != 0); ++tries) reap();
     if (free_slots_ == 0 || slots_[next_slot_].outstanding != 0) {
       stats_->post_errors.add();
-      return;
+      return kNoSlot;
     }
   }
   const std::size_t slot = next_slot_;
@@ -434,8 +451,12 @@ void Publisher::send_frame(Channel& c, std::span<const std::uint8_t> frame, std:
     ++slots_[slot].outstanding;
     ++wr_count_;
   }
-  if (slots_[slot].outstanding == 0) ++free_slots_;  // every line disabled: the slot was not used
   c.last_send_ns = now_ns;
+  if (slots_[slot].outstanding == 0) {  // every line disabled: the slot was not used
+    ++free_slots_;
+    return kNoSlot;
+  }
+  return slot;
 }
 
 void Publisher::post() {
@@ -456,6 +477,7 @@ void Publisher::post() {
     }
     stamp_count_ = 0;
   }
+  keep_posted_frames();  // before any reap can free their slots
 }
 
 int Publisher::reap() {

@@ -12,8 +12,11 @@
 //
 // Sending a frame: first_seq from the channel's sequence, send_time_ns =
 // CLOCK_REALTIME, copied into a registered send slot and posted once per
-// line (A, and B if configured: the same bytes on both groups); kept in the
-// channel's retransmission ring and applied to its snapshot store. A slot is
+// line (A, and B if configured: the same bytes on both groups); once
+// posted, kept in the channel's retransmission ring and applied to its
+// snapshot store (from the send slot, which holds the bytes until the SEND
+// completes: the keeping, cold memory mostly, is not on the way to the wire;
+// the recovery service reads the ring only after the publishers posted). A slot is
 // reused once all its SENDs completed; a publish() that might need more
 // slots than are free is refused with kRetry (back-pressure: the record
 // stays in the ring), never dropped.
@@ -184,7 +187,13 @@ class Publisher {
             std::uint64_t now_ns);
   Channel* find(std::uint16_t id);
   const Channel* find(std::uint16_t id) const;
-  void send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns);
+  // Returns the send slot that holds the frame until it is posted, or
+  // kNoSlot when none does (no slot, or every line disabled).
+  std::size_t send_frame(Channel& c, std::span<const std::uint8_t> frame, std::uint64_t now_ns);
+  static constexpr std::size_t kNoSlot = SIZE_MAX;
+  // Keeps a sent data frame: the channel's ring and snapshot store.
+  static void keep(Channel& c, std::span<const std::uint8_t> frame);
+  void keep_posted_frames();
   void send_data_frame(Channel& c, std::uint64_t now_ns);
   void send_control(Channel& c, std::uint8_t flag, std::uint64_t now_ns);
   void post();
@@ -209,6 +218,14 @@ class Publisher {
   std::array<verbs::SendWr, kMaxBatch> wrs_{};
   std::array<verbs::Sge, kMaxBatch> sges_{};
   std::size_t wr_count_ = 0;
+  // Data frames in the post batch, kept once it is posted (each has a WR in it).
+  struct Unkept {
+    Channel* channel = nullptr;
+    std::size_t slot = 0;
+    std::size_t bytes = 0;
+  };
+  std::array<Unkept, kMaxBatch> unkept_{};
+  std::size_t unkept_count_ = 0;
   // Enqueue stamps of records whose last message is in a frame sent but not yet posted.
   static constexpr std::size_t kMaxStamps = 4096;
   std::array<std::uint64_t, kMaxStamps> stamps_{};
