@@ -174,12 +174,13 @@ class Engine final : private ParkSite {
   // included; counted as task_errors: the engine goes on). The engine drains
   // these at the top of each duty cycle; the doorbell is rung so a parked
   // engine runs it at once. Runs `fn` inline when the engine is not running
-  // (nothing else touches the agents then) or when called from the engine
-  // thread itself, or by the owner while the engine is parked (lending,
-  // above: `fn` and the duty cycles after it run on the owner's thread,
-  // which is the engine thread meanwhile). Any thread while the engine runs (commands run one at a
-  // time, in arrival order); while it is stopped, inline calls from several
-  // threads are not serialised, so then only the owner should call it.
+  // (nothing else touches the agents then), when called from the engine
+  // thread itself, or when called by the owner while the engine is parked
+  // (lending, above: `fn` and the duty cycles after it run on the owner's
+  // thread, which is the engine thread meanwhile). Any thread while the
+  // engine runs (commands run one at a time, in arrival order); while it is
+  // stopped, inline calls from several threads are not serialised, so then
+  // only the owner should call it.
   void run_on_engine(const std::function<void()>& fn);
   // True on the engine thread while it runs (on the owner while it is lent).
   bool on_engine_thread() const { return std::this_thread::get_id() == engine_thread_id_.load(); }

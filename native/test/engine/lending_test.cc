@@ -30,6 +30,18 @@ EngineConfig long_park_config() {
   return c;
 }
 
+// An engine that parks at once when idle, for min_park_ns..max_park_ns:
+// short parks make its thread wake all through the owner's lends.
+EngineConfig eager_park_config(std::int64_t min_park_ns, std::int64_t max_park_ns) {
+  EngineConfig c = quiet_config();
+  c.idle = IdleKind::kBackoff;
+  c.backoff.max_spins = 0;
+  c.backoff.max_yields = 0;
+  c.backoff.min_park_ns = min_park_ns;
+  c.backoff.max_park_ns = max_park_ns;
+  return c;
+}
+
 void wait_until_parked(const Engine& engine) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (engine.stats().parks == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
@@ -171,17 +183,43 @@ TEST(Lending, WithLendingOffTheOwnersNotifyRingsTheDoorbell) {
   engine.stop();
 }
 
+// A lend longer than the engine thread's park: the thread wakes (its 1 ms
+// timeout) while the owner holds the cycle, runs nothing until it is given
+// back, sleeps rather than spins meanwhile, and goes on once it is.
+TEST(Lending, AnEngineThreadWokenDuringALongLendRunsNothingUntilItIsGivenBack) {
+  Engine engine(eager_park_config(1'000'000, 1'000'000));
+  auto* witness = engine.add_agent(std::make_unique<WitnessAgent>());
+  auto* counting = engine.add_agent(std::make_unique<testing::CountingAgent>());
+  engine.start();
+  wait_until_parked(engine);
+  std::uint64_t cycles_at_start = 0;
+  std::uint64_t cycles_at_end = 0;
+  std::uint64_t parks_at_start = 0;
+  std::uint64_t parks_at_end = 0;
+  engine.run_on_engine([&] {
+    cycles_at_start = counting->cycles.load();
+    parks_at_start = engine.stats().parks;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 50 of the engine thread's timeouts
+    cycles_at_end = counting->cycles.load();
+    parks_at_end = engine.stats().parks;
+  });
+  EXPECT_EQ(cycles_at_end, cycles_at_start) << "the engine thread ran a cycle while the owner held it";
+  EXPECT_EQ(parks_at_end, parks_at_start) << "it woke once and waited, it did not park again";
+  // Given back: the engine thread runs its cycles (and parks) again.
+  const std::uint64_t after_lend = counting->cycles.load();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (engine.stats().parks <= parks_at_start + 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_GT(engine.stats().parks, parks_at_start + 2);
+  EXPECT_GT(counting->cycles.load(), after_lend);
+  EXPECT_EQ(witness->overlaps.load(), 0u);
+  engine.stop();
+}
+
 // The engine thread parks for 1-20 us at a time, so it wakes (and takes its
 // cycle back) all through the owner's lends: the agents never run on both
 // threads at once, and every record is answered once, in order.
 TEST(Lending, AnEngineWakingDuringALendWaitsForItAndNothingRunsTwiceOrIsLost) {
-  EngineConfig c = quiet_config();
-  c.idle = IdleKind::kBackoff;
-  c.backoff.max_spins = 0;
-  c.backoff.max_yields = 0;
-  c.backoff.min_park_ns = 1'000;
-  c.backoff.max_park_ns = 20'000;
-  Engine engine(c);
+  Engine engine(eager_park_config(1'000, 20'000));
   auto* witness = engine.add_agent(std::make_unique<WitnessAgent>());
   engine.start();
   SpscProducer out(engine.to_engine_ring().view);
