@@ -65,6 +65,7 @@ class Gateway {
   readonly #child: ChildProcess;
   readonly #dir: string;
   readonly #base: string;
+  #token = '';  // the generated admin token, read once the gateway is healthy
 
   private constructor(child: ChildProcess, dir: string, port: number) {
     this.#child = child;
@@ -93,7 +94,10 @@ class Gateway {
     while (Date.now() < until) {
       if (this.#child.exitCode !== null) break;
       const ok = await fetch(`${this.#base}/healthz`).then((r) => r.ok, () => false);
-      if (ok) return;
+      if (ok) {
+        this.#token = readFileSync(path.join(this.#dir, 'admin.token'), 'utf8').trim();
+        return;
+      }
       await sleep(100);
     }
     const log = readFileSync(path.join(this.#dir, 'gateway.log'), 'utf8');
@@ -102,8 +106,7 @@ class Gateway {
   }
 
   async #get(route: string, method = 'GET'): Promise<Response> {
-    const token = readFileSync(path.join(this.#dir, 'admin.token'), 'utf8').trim();
-    const r = await fetch(`${this.#base}${route}`, { method, headers: { authorization: `Bearer ${token}` } });
+    const r = await fetch(`${this.#base}${route}`, { method, headers: { authorization: `Bearer ${this.#token}` } });
     if (!r.ok) throw new Error(`bench slo: ${method} ${route}: ${r.status} ${await r.text()}`);
     return r;
   }

@@ -391,7 +391,9 @@ void Engine::deliver_js_wake() {
 }
 
 bool Engine::borrow() {
-  if (!config_.lend_when_parked || driven_ || std::this_thread::get_id() != owner_thread_id_) return false;
+  // Only park() makes the engine lendable, and only with lend_when_parked
+  // (a driven engine never parks): the word alone says whether it lends.
+  if (std::this_thread::get_id() != owner_thread_id_) return false;
   std::uint32_t expected = kParkedLendable;
   if (!lend_state_.compare_exchange_strong(expected, kLentToOwner, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 #include <system_error>
 
 #include "common/clock.h"
@@ -77,7 +78,7 @@ Parker::Ready Parker::wait(std::int64_t timeout_ns) noexcept {
     timeout_ptr = &timeout;
   }
   Ready ready;
-  ready.count = epoll_pwait2(epoll_fd_, ready.events, 16, timeout_ptr, nullptr);
+  ready.count = epoll_pwait2(epoll_fd_, ready.events, static_cast<int>(std::size(ready.events)), timeout_ptr, nullptr);
   if (ready.count < 0 && errno != EINTR) ready.count = 0;  // a failed wait is a timeout
   return ready;
 }

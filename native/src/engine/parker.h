@@ -53,7 +53,7 @@ class Parker {
   // and runs once the engine has its duty cycle back.
   struct Ready {
     epoll_event events[16];
-    int count = 0;  // < 0: interrupted (EINTR) or failed
+    int count = 0;  // < 0: interrupted (EINTR); a failed wait is 0, a timeout
   };
   Ready wait(std::int64_t timeout_ns) noexcept;
   unsigned take_wakes(const Ready& ready) noexcept;

@@ -236,8 +236,8 @@ TEST(Engine, EchoesManyRecordsCompleteAndInOrderWithFarFewerWakesThanRecords) {
               static_cast<unsigned long long>(s.max_cycle_ns));
 }
 
-// From another thread than its owner (or with lending off, lending_test.cc):
-// the owner's own notify runs the cycle itself.
+// The doorbell path, so with lending off: with it on, the owner's notify runs
+// the cycle itself (lending_test.cc).
 TEST(Engine, AParkedEngineIsWokenByNotifyAndAnswersPromptly) {
   EngineConfig config;
   config.lend_when_parked = false;

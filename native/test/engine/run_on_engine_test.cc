@@ -18,7 +18,8 @@ namespace {
 using testing::CountingAgent;
 using testing::quiet_config;
 
-// With lending off: a parked engine lends the owner's calls to the owner (lending_test.cc).
+// With lending off: with it on, a parked engine runs the owner's calls on the
+// owner's thread (lending_test.cc).
 TEST(RunOnEngine, RunsOnTheEngineThreadAndReturnsAfterItRan) {
   EngineConfig c = quiet_config();
   c.lend_when_parked = false;
