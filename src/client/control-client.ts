@@ -33,6 +33,8 @@ export interface ClientDeviceFlags {
   address: string;
   /** --alternate-address (order, risk, subscribe): a second address of our soft device. */
   alternateAddress?: string;
+  /** --alternate-device (order, risk): a second ibv device to fail over to. */
+  alternateDevice?: string;
   receiveMode?: 'plain-udp' | 'af-packet';
 }
 
@@ -83,6 +85,26 @@ export function clientDevice(flags: ClientDeviceFlags): OpenDeviceOptions | Open
     throw new ClientError(`--gid-index must be a GID table entry (0..255), got ${JSON.stringify(flags.gidIndex)}`);
   }
   return { kind: 'ibv', name: flags.device, ...(port !== undefined ? { port } : {}), ...(gidIndex !== undefined ? { gidIndex } : {}) };
+}
+
+/**
+ * --alternate-device: the client's counterpart of backend.alternateDevice
+ * (ibv): the session fails over to it (docs/protocol.md §1.11).
+ */
+export function alternateDeviceOption(): Option {
+  return new Option(
+    '--alternate-device <name>',
+    "ibv: a second RDMA device of ours on another link: with a gateway that has backend.alternateDevice, the session fails over to it when the gateway stops answering (a new handshake there, the resend by app_seq)",
+  );
+}
+
+/** OrderClient/RiskClient's alternateDevice for --alternate-device, at the same port and GID rule as --device. */
+export function clientAlternateDevice(flags: ClientDeviceFlags): OpenIbvDeviceOptions | undefined {
+  const name = flags.alternateDevice;
+  if (name === undefined) return undefined;
+  if (flags.backend !== 'ibv') throw new ClientError("--alternate-device is for --backend ibv; a soft device's second link is --alternate-address");
+  if (name === flags.device) throw new ClientError(`--alternate-device ${name} is --device: give a second RDMA device (another link)`);
+  return { kind: 'ibv', name };
 }
 
 /** Where the client's device is, for its error messages. */

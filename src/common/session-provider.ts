@@ -6,6 +6,8 @@
 // session may use. Order entry provides 'trading' and 'risk'
 // (src/orders/provider.ts), the feed's recovery service 'recovery'.
 export type SessionRole = 'trading' | 'risk' | 'recovery';
+/** The gateway's device a session runs on: backend.device, or backend.alternateDevice (ibv). */
+export type SessionDevice = 'primary' | 'alternate';
 
 export interface SessionOpenRequest {
   role: SessionRole;
@@ -21,6 +23,8 @@ export interface SessionOpenRequest {
   alternateGid?: string;
   /** How long the client's RC responder holds the ACK of a request that did not ask for one (µs), when it does. */
   ackHoldUs?: number;
+  /** Which of the gateway's devices the session opens on (backend.alternateDevice: docs/protocol.md §1.11); default 'primary'. */
+  device?: SessionDevice;
   /** trading/risk: the accounts asked for (already checked against the token's entitlements). */
   accounts: bigint[];
   /** recovery: the feed and channels asked for (channels already checked against the token). */
@@ -47,6 +51,8 @@ export interface SessionOpenAnswer {
   alternateGid: string | null;
   /** How long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; absent or 0: never). */
   ackHoldUs?: number;
+  /** The gateway's alternate device's GID (backend.alternateDevice), where a client fails over to; null without one. */
+  alternateDeviceGid?: string | null;
   regions: RegionGrant[];
   /** What the words of the regions mean (order entry: the risk page layout), served with the answer. */
   layout?: unknown;
@@ -67,6 +73,8 @@ export interface SessionInfo {
   pathMigState?: string | null;
   /** Migrations of its QP (the QP counter path_migrations). */
   pathMigrations?: number;
+  /** The gateway's device its QP is on (absent: the primary). */
+  device?: SessionDevice;
   [k: string]: unknown;
 }
 

@@ -31,6 +31,10 @@ export class RecoverySessionProvider implements SessionProvider {
 
   open(req: SessionOpenRequest): SessionOpenAnswer {
     if (req.role !== 'recovery') throw new SessionError(400, `role: the recovery provider does not serve '${req.role}'`);
+    if (req.device === 'alternate') {
+      // The feed's UD QP and its recovery service are on the primary device: a subscriber that loses it re-handshakes there.
+      throw new SessionError(400, "body/device: recovery sessions run on the gateway's primary device only; leave device out or give \"primary\"");
+    }
     const name = req.feed ?? 'default';
     const feed = this.#feeds.get(name);
     if (feed === undefined) throw new SessionError(404, `feed: unknown feed '${name}'`);

@@ -13,7 +13,7 @@ import { TlsConfigError } from './control/tls.js';
 import { SecurityConfigError } from './security/xfrm-keys.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { addClientDeviceOptions, alternateAddressOption, ClientDeviceError, ClientError, controlPlaneCommand, receiveModeOption, type ClientOptions } from '../client/control-client.js';
+import { addClientDeviceOptions, alternateAddressOption, alternateDeviceOption, ClientDeviceError, ClientError, controlPlaneCommand, receiveModeOption, type ClientOptions } from '../client/control-client.js';
 import { qpsCommand, statusCommand } from './status-commands.js';
 import { orderCommand, riskCommand, sessionsCommand } from '../orders/cli.js';
 import { addPingpongCommand } from '../pingpong/command.js';
@@ -133,6 +133,7 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
         .option('--account <account>', 'an account (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
         .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
         .addOption(alternateAddressOption())
+        .addOption(alternateDeviceOption())
         .addOption(receiveModeOption())
         .option('--http-timeout <ms>', 'how long the handshake with the control plane may take (default 5000)'),
     );

@@ -28,6 +28,7 @@ export async function startOrders(state: GatewayState): Promise<OrdersLifecycle 
     stateDir: config.state.dir,
     feeds: config.feeds,
     publisher: state.feedService?.publisher,
+    alternateDevice: state.alternateDevice,
   });
   service.start();
   const stats = service.stats();

@@ -18,7 +18,7 @@ import { Engine, type EngineOptions } from '../native/engine.js';
 import { watchEngineFaults } from '../native/engine-faults.js';
 import type { ControlExtension, GatewayState } from './state.js';
 import { VERSION } from './version.js';
-import { openGatewayDevice } from './device/device.js';
+import { openAlternateDevice, openGatewayDevice } from './device/device.js';
 import { watchDeviceEvents } from './device/device-events.js';
 import { QpRegistry } from './device/qp-registry.js';
 import { LatencyRegistry } from './metrics/latency-registry.js';
@@ -101,7 +101,12 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     const port = state.device.queryPort();
     const { name, backend, gid, gidReport } = state.device;
     log.info({ device: name, backend, gid, gidReport: gidReport ?? undefined, portState: port.state, activeMtu: port.activeMtu }, 'device open');
-    stopDeviceEvents = watchDeviceEvents(engine, state.device, state.sessionProviders, logger.child({ component: 'device' }));
+    state.alternateDevice = openAlternateDevice(config, engine);
+    if (state.alternateDevice !== undefined) {
+      const alt = state.alternateDevice;
+      log.info({ device: alt.name, gid: alt.gid, gidReport: alt.gidReport ?? undefined, portState: alt.queryPort().state }, 'alternate device open');
+    }
+    stopDeviceEvents = watchDeviceEvents(engine, { primary: state.device, alternate: state.alternateDevice }, state.sessionProviders, logger.child({ component: 'device' }));
     // ESP before the first packet: the feed's groups are checked here, each session when it opens.
     const security = await EncryptionGuard.start(config.security, state.device.address ?? config.backend.address, config.backend.kind);
     state.security = security;
@@ -214,6 +219,12 @@ async function releaseDevice(state: GatewayState, log: Logger): Promise<void> {
   state.device = undefined;
   device.close();
   log.info({ device: name }, 'device closed');
+  const alternate = state.alternateDevice;
+  state.alternateDevice = undefined;
+  if (alternate !== undefined) {
+    alternate.close();
+    log.info({ device: alternate.name }, 'alternate device closed');
+  }
 }
 
 /**

@@ -44,6 +44,8 @@ export interface GatewayState {
   readonly logger: Logger;
   /** The backend's verbs device; opened after the engine starts, closed before it stops. */
   device: Device | undefined;
+  /** backend.alternateDevice (ibv): the second device trading and risk sessions may open on; opened and closed with `device`. */
+  alternateDevice?: Device | undefined;
   /** The QPs the gateway made (the bindings cannot list a device's QPs). */
   readonly qps: QpRegistry;
   /** Latency histograms (engine counters) by name: /metrics and the SLOs read them. */

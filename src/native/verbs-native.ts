@@ -57,6 +57,7 @@ export interface NativePd {
 export interface NativeDevice {
   readonly name: string;
   readonly backend: Backend;
+  readonly index: number;
   readonly gid: string;
   readonly gidIndex: number;
   readonly gidReport: string | null;

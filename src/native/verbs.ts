@@ -107,6 +107,10 @@ export class Device {
   get backend(): Backend {
     return this.#native.backend;
   }
+  /** The kernel's index of the device, as `rdma dev` lists it (ibv); 0 for soft. Device events name their device by it. */
+  get index(): number {
+    return this.#native.index;
+  }
   /** The source GID: '::ffff:a.b.c.d' (soft: index 0; ibv: the chosen entry). */
   get gid(): string {
     return this.#native.gid;

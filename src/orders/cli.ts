@@ -12,11 +12,12 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
+import { baseUrl, ClientError, clientAlternateDevice, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
 import { table } from '../common/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';
+import type { OpenIbvDeviceOptions } from '../native/verbs.js';
 import { jsonLine } from '../common/json.js';
 import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject, type SequencedMessage } from './messages.js';
 
@@ -129,6 +130,7 @@ export async function orderCommand(
     name: opts.name,
     accounts,
     device: clientDevice(opts),
+    ...withAlternateDevice(opts),
     takeover: true,
     timeoutMs: httpTimeout(opts),
   }).catch((err: unknown) => {
@@ -140,6 +142,7 @@ export async function orderCommand(
   // Everything the session is sent, in app_seq order: answers, fills, unsolicited cancels.
   client.on('message', show);
   client.on('reject', show);
+  client.on('failover', (f: { device: string; reason: string; ms: number }) => process.stderr.write(`qpgate order: failed over to the ${f.device} device in ${f.ms.toFixed(0)} ms (${f.reason})\n`));
   let failures = 0;
   const lines = createInterface({ input: opts.file ? createReadStream(opts.file) : process.stdin, crlfDelay: Infinity });
   let lineNo = 0;
@@ -171,6 +174,12 @@ export async function orderCommand(
   return failures > 0 ? 1 : 0;
 }
 
+/** --alternate-device as the clients' alternateDevice option (application-level failover). */
+function withAlternateDevice(flags: ClientDeviceFlags): { alternateDevice?: OpenIbvDeviceOptions } {
+  const alternate = clientAlternateDevice(flags);
+  return alternate === undefined ? {} : { alternateDevice: alternate };
+}
+
 export async function riskCommand(
   opts: SessionCliOptions & { setCreditLimit?: string; addCredit?: string; kill?: boolean; unkill?: boolean; json?: boolean },
   out: (line: string) => void,
@@ -182,7 +191,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
+  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), ...withAlternateDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
     (err: unknown) => {
       throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },
@@ -249,6 +258,8 @@ interface SessionRow {
   activePath?: string | null;
   pathMigState?: string | null;
   pathMigrations?: number;
+  device?: string;
+  failovers?: number;
 }
 
 /** PATH: the active path and the migration state ('alternate MIGRATED'), '-' without an alternate path. */
@@ -265,9 +276,10 @@ export async function sessionsCommand(opts: ClientOptions & { json?: boolean; cl
   if (opts.json) return JSON.stringify(r.sessions, null, 2);
   if (r.sessions.length === 0) return 'no sessions';
   return table(
-    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ', 'PATH', 'MIGRATIONS', 'ENDED-BY'],
+    ['ID', 'ROLE', 'NAME', 'STATE', 'QPN', 'TOKEN', 'ACCOUNTS', 'APP-SEQ', 'PATH', 'MIGRATIONS', 'DEVICE', 'FAILOVERS', 'ENDED-BY'],
     r.sessions.map((s) => [
-      s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-', pathCell(s), s.pathMigrations ?? 0, s.endedBy ?? '-',
+      s.id, s.role, s.name, s.state, s.qpn, s.token ?? '-', s.accounts.join(',') || '-', s.lastAppSeq ?? '-', pathCell(s), s.pathMigrations ?? 0,
+      s.device ?? 'primary', s.failovers ?? 0, s.endedBy ?? '-',
     ]),
   );
 }

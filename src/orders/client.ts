@@ -23,8 +23,17 @@
 // 'cancel' (unsolicited CancelAcks: IOC remainder, self-match,
 // cancel-on-disconnect), 'reject' (a Reject no request claims), 'gap'
 // (app_seqs the gateway could no longer resend), 'disconnect' (the QP failed;
-// call reconnect()), 'error' (an undecodable message; a listener that threw:
-// the rest of its batch is delivered and every request still settles first).
+// call reconnect()), 'failover' (with an alternate device: the session goes
+// on on the other device, { device, reason, ms }), 'error' (an undecodable
+// message; a listener that threw: the rest of its batch is delivered and
+// every request still settles first).
+//
+// Failover (options.alternateDevice, ibv): a device without automatic path
+// migration (rxe) loses the session with its link: a request or keepalive
+// completes IBV_WC_RETRY_EXC_ERR. The client then moves to its other device
+// and opens the session on the gateway's other device
+// (backend.alternateDevice) at once, as reconnect() does: Hello, the
+// resend, the unanswered requests again. Each request is still settled once.
 //
 // Liveness: an RC requester learns that its peer is gone only from a request
 // that goes unanswered, so a session with nothing in flight would never see a
@@ -54,36 +63,17 @@ import {
   type SequencedMessage,
   type Welcome,
 } from './messages.js';
-import { RcEndpoint, SEND_WR_ID_HIGH, type EndpointOptions, type SessionAnswer } from './rc-endpoint.js';
+import { RcEndpoint, SEND_WR_ID_HIGH, type EndpointDevice, type SessionAnswer } from './rc-endpoint.js';
+import type { CancelAnswer, NewOrderAnswer, OrderClientOptions, OrderClientStats, ReplaceAnswer } from './client-options.js';
 
-export interface OrderClientOptions extends EndpointOptions {
-  /** Accounts this session trades (the token must be entitled to them). */
-  accounts: ReadonlyArray<bigint | number | string>;
-  /** The last app_seq processed by an earlier run of this session (default 0: from the start). */
-  lastAppSeq?: bigint;
-  /** Requests sent and not yet answered, at most (default 64; keep it within the gateway's recvDepth). */
-  window?: number;
-  /** Receives posted (default 512): answers and fills in flight towards us. */
-  recvDepth?: number;
-  /** Largest message (default 512, the gateway's orders.sessions.maxMessageBytes). */
-  maxMessageBytes?: number;
-  /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
-  helloTimeoutMs?: number;
-  /**
-   * With nothing in flight, probe the session this often with a one-sided
-   * READ (default 1000 ms; 0: never). A dead gateway or an ended session is
-   * seen within keepaliveMs + (retryCnt + 1) × the ACK timeout (≈ 1.5 s by default).
-   */
-  keepaliveMs?: number;
-}
+export type { CancelAnswer, NewOrderAnswer, OrderClientOptions, OrderClientStats, ReplaceAnswer } from './client-options.js';
+
+/** A work completion's status when the peer stopped answering (retry_cnt ran out): a failed link, a dead gateway. */
+const RETRY_EXC_ERR = WC_STATUS_NAMES.indexOf('IBV_WC_RETRY_EXC_ERR');
 
 /** The high word of the keepalive READ's wr_id. */
 const KEEPALIVE_WR_ID_HIGH = 2;
 const DEFAULT_KEEPALIVE_MS = 1000;
-
-export type NewOrderAnswer = Ack | Reject;
-export type CancelAnswer = CancelAck | Reject;
-export type ReplaceAnswer = ReplaceAck | Reject;
 
 interface Pending {
   readonly request: ClientRequest;
@@ -92,22 +82,6 @@ interface Pending {
   readonly fail: (e: Error) => void;
   sent: boolean;
 }
-
-export interface OrderClientStats {
-  sent: number;
-  resent: number;
-  received: number;
-  duplicates: number;
-  gaps: number;
-  reconnects: number;
-  /** Keepalive READs answered. */
-  keepalives: number;
-  /** Times the session was armed again after a path migration (RcEndpoint.rearm). */
-  rearms: number;
-  inFlight: number;
-  queued: number;
-}
-
 
 export class OrderClient extends EventEmitter {
   readonly #ep: RcEndpoint;
@@ -129,7 +103,7 @@ export class OrderClient extends EventEmitter {
   readonly #keepaliveSlot: number;
   #keepaliveTimer: NodeJS.Timeout | undefined;
   #keepaliveOutstanding = false;
-  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, keepalives: 0, rearms: 0, inFlight: 0, queued: 0 };
+  readonly #stats: OrderClientStats = { sent: 0, resent: 0, received: 0, duplicates: 0, gaps: 0, reconnects: 0, keepalives: 0, rearms: 0, failovers: 0, inFlight: 0, queued: 0 };
 
   private constructor(ep: RcEndpoint, options: OrderClientOptions) {
     super();
@@ -196,9 +170,13 @@ export class OrderClient extends EventEmitter {
   get connected(): boolean {
     return this.#connected;
   }
-  /** The soft device this client sends from. */
+  /** The device this client sends from (the alternate after a failover). */
   get device() {
     return this.#ep.device;
+  }
+  /** Which of its devices the client is on: 'primary' (options.device) or 'alternate' (after a failover). */
+  get activeDevice(): EndpointDevice {
+    return this.#ep.activeDevice;
   }
   stats(): OrderClientStats {
     return { ...this.#stats, inFlight: this.#inFlight, queued: this.#queue.length };
@@ -363,13 +341,31 @@ export class OrderClient extends EventEmitter {
     while (this.#ep.pollCq() > 0);
   }
 
-  #lost(reason: string): void {
+  // `unreachable`: the gateway's device stopped answering (IBV_WC_RETRY_EXC_ERR:
+  // retries ran out), which is what a failed link looks like: a client with an
+  // alternate device fails over to it.
+  #lost(reason: string, unreachable = false): void {
     if (!this.#connected) return;
     this.#connected = false;
     this.#ep.dropQp();
     this.#welcome?.fail(new Error(`qpgate client: connection lost (${reason})`));
     this.#welcome = undefined;
+    // Before 'disconnect': a listener's reconnect() goes to the other device too.
+    const failover = unreachable && !this.#closed && this.#ep.switchDevice();
     this.emit('disconnect', reason);
+    if (failover) this.#failover(reason);
+  }
+
+  // The session goes on on our other device and the gateway's (a listener of
+  // 'disconnect' that called reconnect() already: that reconnect).
+  #failover(reason: string): void {
+    this.#stats.failovers++;
+    const started = performance.now();
+    const device = this.#ep.activeDevice;
+    (this.#reconnecting ?? this.reconnect()).then(
+      () => this.emit('failover', { device, reason, ms: performance.now() - started }),
+      (err: Error) => this.emit('disconnect', `failover to the ${device} device failed: ${err.message}`),
+    );
   }
 
   async #release(): Promise<void> {
@@ -452,7 +448,7 @@ export class OrderClient extends EventEmitter {
       if (w[o + WcWord.wrIdHigh] === KEEPALIVE_WR_ID_HIGH) {
         this.#keepaliveOutstanding = false;
         if (status !== 0) {
-          this.#lost(`keepalive READ completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}: the gateway stopped answering`);
+          this.#lost(`keepalive READ completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}: the gateway stopped answering`, status === RETRY_EXC_ERR);
           break;
         }
         this.#stats.keepalives++;
@@ -460,7 +456,7 @@ export class OrderClient extends EventEmitter {
       }
       const isSend = w[o + WcWord.wrIdHigh] === SEND_WR_ID_HIGH;
       if (status !== 0) {
-        this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`);
+        this.#lost(`${isSend ? 'send' : 'receive'} completed with ${WC_STATUS_NAMES[status] ?? `status ${status}`}`, status === RETRY_EXC_ERR);
         break;
       }
       const slot = w[o + WcWord.wrIdLow]!;

@@ -27,6 +27,15 @@ export interface EndpointOptions {
    * the gateway's own address), or ibv `{ kind: 'ibv', name: 'rxe0' }`.
    */
   device?: Device | OpenDeviceOptions | OpenIbvDeviceOptions;
+  /**
+   * ibv: a second RDMA device on another link, e.g. `{ kind: 'ibv', name:
+   * 'rxe1' }`, for a device without automatic path migration (rxe). When the
+   * session is lost the client moves to it and opens the session on the
+   * gateway's alternate device (backend.alternateDevice), a new handshake
+   * and a resend by app_seq: application-level failover (docs/protocol.md
+   * §1.11). The gateway must have one: connect() fails otherwise.
+   */
+  alternateDevice?: Device | OpenIbvDeviceOptions;
   /** Options of our own engine. */
   engineOptions?: EngineOptions;
   /** Path MTU asked for (default 1024; the smaller of the two sides is used). */

@@ -20,8 +20,13 @@ export interface NativeRemotePeer {
   ackHoldUs?: number;
 }
 
+/** Which of the service's devices: the one it was created on, or its alternate (createService's 4th argument). */
+export type NativeServiceDevice = 'primary' | 'alternate';
+
 export interface NativeOpenSession {
   session: number;
+  /** Default 'primary'; 'alternate' needs a service created with an alternate device. */
+  device?: NativeServiceDevice;
   role: OrderSessionRole;
   accounts: bigint[];
   throttle?: { ordersPerSecond: number; burst: number };
@@ -45,6 +50,7 @@ export interface NativeSessionAnswer extends NativeRemotePeer {
 
 export interface NativeOrderSessionInfo extends RcPathInfo {
   session: number;
+  device: NativeServiceDevice;
   role: OrderSessionRole;
   qpn: number;
   state: string;
@@ -117,7 +123,7 @@ export interface NativeOrderService {
   openSession(options: NativeOpenSession): NativeSessionAnswer;
   closeSession(session: number): boolean;
   /** An async event on a session's QP (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) loses that session; true if it did. */
-  onAsyncEvent(event: { type: string; elementId: number }): boolean;
+  onAsyncEvent(event: { type: string; elementId: number }, device?: NativeServiceDevice): boolean;
   sessions(): NativeOrderSessionInfo[];
   stats(): NativeOrderStats;
   /** HdrHistogram counters (ns), the layout of LatencyCounts. */
@@ -132,7 +138,7 @@ export interface NativeOrderService {
 }
 
 interface NativeOrders {
-  createService(engine: NativeEngine, device: NativeDevice, config: NativeOrderServiceConfig): NativeOrderService;
+  createService(engine: NativeEngine, device: NativeDevice, config: NativeOrderServiceConfig, alternateDevice?: NativeDevice): NativeOrderService;
 }
 
 export function nativeOrders(): NativeOrders {

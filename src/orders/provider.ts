@@ -29,6 +29,7 @@ export class OrderSessionProvider implements SessionProvider {
     try {
       answer = this.#service.openSession({
         session: req.id,
+        ...(req.device !== undefined ? { device: req.device } : {}),
         role: req.role,
         accounts: req.accounts,
         throttle: { ordersPerSecond: s.throttle.ordersPerSecond, burst: s.throttle.burst },
@@ -45,6 +46,9 @@ export class OrderSessionProvider implements SessionProvider {
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'EEXIST') throw new SessionError(409, `session "${req.name}" (id ${req.id}) is connected already`);
+      if (code === 'EINVAL' && req.device === 'alternate' && this.#service.alternateDeviceGid === null) {
+        throw new SessionError(400, 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"');
+      }
       if (code === 'EINVAL') throw new SessionError(400, `body: ${(err as Error).message}`);
       throw err;
     }
@@ -56,6 +60,7 @@ export class OrderSessionProvider implements SessionProvider {
       mtu: answer.mtu,
       alternateGid: answer.alternateGid ?? null,
       ackHoldUs: answer.ackHoldUs,
+      alternateDeviceGid: this.#service.alternateDeviceGid,
       regions: answer.regions.map((r) => ({ name: r.name, account: r.account, addr: r.addr, length: r.length, rkey: r.rkey, access: [...r.access] })),
       layout: this.#service.riskLayout(),
     };
@@ -68,7 +73,7 @@ export class OrderSessionProvider implements SessionProvider {
   /** The QP went fatal (an async event): the session is lost, listed with the event as its endedBy until closed or reopened. */
   end(id: number, event: string): boolean {
     const s = this.#service.sessions().find((x) => x.session === id);
-    return s !== undefined && this.#service.onAsyncEvent({ type: event, elementId: s.qpn });
+    return s !== undefined && this.#service.onAsyncEvent({ type: event, elementId: s.qpn }, s.device);
   }
 
   /** The risk pages' words: name, offset within the page, meaning. */
@@ -82,6 +87,7 @@ export class OrderSessionProvider implements SessionProvider {
       return {
         id: s.session,
         role: s.role,
+        device: s.device,
         name: known?.name ?? '',
         state: s.state,
         qpn: s.qpn,

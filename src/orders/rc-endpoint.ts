@@ -11,6 +11,13 @@
 // Reconnecting makes a new QP (an RC QP in ERR is spent) and asks again: the
 // gateway gives the same session id for the same (token, name).
 //
+// With an alternate device (options.alternateDevice: a second RDMA device on
+// another link, for a device without automatic path migration, as rxe) the
+// endpoint has a PD, a CQ and a registration of its buffer on each device;
+// switchDevice() moves it to the other, and the next connect() asks the
+// gateway for the session on its alternate device (or back on its primary):
+// application-level failover, docs/protocol.md §1.11.
+//
 // The engine is driven from the JS thread (Engine.startDriven): every verbs
 // call runs inline, with no cross-thread call; after posting, the client runs
 // a duty cycle itself (kick: the SENDs leave) and may busy-poll its CQ for
@@ -22,7 +29,6 @@
 // engine/device_events_agent.h), so an answer wakes the event loop as a
 // packet on a soft device's socket does.
 import { randomInt } from 'node:crypto';
-import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 import { Engine } from '../native/engine.js';
 import { checkEndpointOptions, type EndpointOptions } from './endpoint-options.js';
 import {
@@ -43,56 +49,13 @@ import {
   WC_WORDS,
 } from '../native/verbs.js';
 
+import { closeSession, openSession, type SessionAnswer } from './session-handshake.js';
+
 export type { EndpointOptions } from './endpoint-options.js';
+export { HandshakeError, type RiskLayout, type SessionAnswer, type SessionRegion } from './session-handshake.js';
 
 /** The high word of a send's wr_id (its low word is the send slot); a receive's wr_id is its slot. */
 export const SEND_WR_ID_HIGH = 1;
-
-export interface SessionRegion {
-  name: string;
-  account: bigint | undefined;
-  addr: bigint;
-  length: number;
-  rkey: number;
-  access: string[];
-}
-
-/** The gateway's 201 answer to POST /v1/sessions, u64 fields as bigints. */
-export interface SessionAnswer {
-  id: number;
-  role: string;
-  name: string;
-  accounts: bigint[];
-  qpn: number;
-  psn: number;
-  gid: string;
-  mtu: PathMtu;
-  /** The gateway's alternate path GID when the path is armed (both ends have a second address), else null. */
-  alternateGid: string | null;
-  /** How long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; 0: never). */
-  ackHoldUs: number;
-  regions: SessionRegion[];
-  /** The risk pages' words as the gateway serves them (trading and risk sessions). */
-  layout: RiskLayout | undefined;
-}
-
-export interface RiskLayout {
-  pageBytes: number;
-  remoteOwned: Array<{ name: string; offset: number; description: string }>;
-  localOwned: Array<{ name: string; offset: number; description: string }>;
-}
-
-/** A refused handshake: the HTTP status and the gateway's message. */
-export class HandshakeError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HandshakeError';
-  }
-}
-
 
 /** Local ACK timeout code by default, both paths: 4.096 µs × 2^14 ≈ 67 ms, as the gateway's (docs/protocol.md §3.1). */
 const ACK_TIMEOUT = 14;
@@ -121,13 +84,21 @@ export interface EndpointShape {
   maxRdAtomic: number;
 }
 
-export class RcEndpoint {
-  readonly engine: Engine;
+/** A device of an endpoint and what is made on it: a PD, a CQ, and the endpoint's buffer registered there. */
+interface EndpointSide {
   readonly device: Device;
+  readonly ownDevice: boolean;
   readonly pd: ProtectionDomain;
   readonly cq: CompletionQueue;
-  readonly buffer: Buffer;
   readonly mr: MemoryRegion;
+}
+
+/** 'primary' (options.device) or 'alternate' (options.alternateDevice); the gateway's devices are named the same way. */
+export type EndpointDevice = 'primary' | 'alternate';
+
+export class RcEndpoint {
+  readonly engine: Engine;
+  readonly buffer: Buffer;
   readonly options: EndpointOptions;
   readonly shape: EndpointShape;
   /** Where poll() writes completions (cq.pollInto's layout): reused, so polling allocates nothing. */
@@ -142,7 +113,9 @@ export class RcEndpoint {
   #qpn = -1;
   #answer: SessionAnswer | undefined;
   readonly #ownEngine: boolean;
-  readonly #ownDevice: boolean;
+  /** [primary] or [primary, alternate]; `#active` indexes the one in use. */
+  readonly #sides: EndpointSide[] = [];
+  #active = 0;
   readonly #busyPollNs: bigint;
   #unwatch: (() => void) | undefined;
   #poll: () => boolean = () => true;
@@ -156,20 +129,71 @@ export class RcEndpoint {
   #spinEndNs = 0n;
   #refillScheduled = false;
 
-  private constructor(engine: Engine, ownEngine: boolean, device: Device, ownDevice: boolean, options: EndpointOptions, shape: EndpointShape) {
+  private constructor(engine: Engine, ownEngine: boolean, options: EndpointOptions, shape: EndpointShape) {
     this.engine = engine;
     this.#ownEngine = ownEngine;
-    this.device = device;
-    this.#ownDevice = ownDevice;
     this.options = options;
     this.shape = shape;
     this.#busyPollNs = BigInt(Math.round((options.busyPollUs ?? DEFAULT_BUSY_POLL_US) * 1000));
-    this.pd = device.allocPd();
-    this.cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
     this.buffer = Buffer.alloc((shape.recvSlots + shape.sendSlots) * shape.slotBytes);
-    this.mr = this.pd.regMr(this.buffer, ['LOCAL_WRITE']);
     this.#repostWords = new Uint32Array(Math.max(1, shape.recvSlots) * RECV_WR_WORDS);
     this.#sendWords = new Uint32Array(Math.max(1, shape.sendSlots) * SEND_WR_WORDS);
+  }
+
+  /** A PD, a CQ and the buffer's registration on `device`. */
+  #addSide(device: Device, ownDevice: boolean): void {
+    const { shape } = this;
+    const pd = device.allocPd();
+    const cq = device.createCq(Math.min(32767, shape.recvSlots + shape.sendSlots + 16));
+    this.#sides.push({ device, ownDevice, pd, cq, mr: pd.regMr(this.buffer, ['LOCAL_WRITE']) });
+  }
+
+  #releaseSides(): void {
+    for (const s of this.#sides.splice(0)) {
+      s.mr.dereg();
+      s.cq.destroy();
+      s.pd.dealloc();
+      if (s.ownDevice) s.device.close();
+    }
+  }
+
+  get #side(): EndpointSide {
+    return this.#sides[this.#active]!;
+  }
+  /** The device in use (the alternate after a switchDevice()). */
+  get device(): Device {
+    return this.#side.device;
+  }
+  get pd(): ProtectionDomain {
+    return this.#side.pd;
+  }
+  get cq(): CompletionQueue {
+    return this.#side.cq;
+  }
+  /** The buffer's registration on the device in use. */
+  get mr(): MemoryRegion {
+    return this.#side.mr;
+  }
+  get hasAlternateDevice(): boolean {
+    return this.#sides.length > 1;
+  }
+  /** Which of our devices is in use. */
+  get activeDevice(): EndpointDevice {
+    return this.#active === 0 ? 'primary' : 'alternate';
+  }
+
+  /**
+   * Moves to our other device (false without one): the QP is dropped, and the
+   * next connect() asks for the session on the gateway's device of the same
+   * name, which closes it on the one left (POST /v1/sessions `device`).
+   */
+  switchDevice(): boolean {
+    if (!this.hasAlternateDevice) return false;
+    this.dropQp();
+    this.#repostCount = 0;
+    this.#sendCount = 0;
+    this.#active = 1 - this.#active;
+    return true;
   }
 
   static async create(options: EndpointOptions, shape: EndpointShape): Promise<RcEndpoint> {
@@ -181,19 +205,42 @@ export class RcEndpoint {
       await engine.startDriven();
     }
     try {
-      const given = options.device;
-      const ownDevice = !(given instanceof Device);
-      if (ownDevice && (given === undefined || (!('address' in given && given.address !== undefined) && given.name === undefined))) {
-        throw new TypeError(
-          "qpgate client: options.device: expected a Device, { address } for our own soft device (e.g. '127.0.0.2', not the gateway's) or { kind: 'ibv', name } for an RDMA device",
-        );
-      }
-      const device = given instanceof Device ? given : openDevice(engine, given!);
-      return new RcEndpoint(engine, ownEngine, device, ownDevice, options, shape);
+      return RcEndpoint.#withDevices(new RcEndpoint(engine, ownEngine, options, shape));
     } catch (err) {
       if (ownEngine) await engine.stop();
       throw err;
     }
+  }
+
+  static #withDevices(ep: RcEndpoint): RcEndpoint {
+    const { device, alternateDevice } = ep.options;
+    try {
+      ep.#addSide(...RcEndpoint.#open(ep.engine, device, 'device'));
+      if (alternateDevice !== undefined) {
+        const [alternate, own] = RcEndpoint.#open(ep.engine, alternateDevice, 'alternateDevice');
+        if (alternate.backend !== 'ibv' || ep.device.backend !== 'ibv') {
+          if (own) alternate.close();
+          throw new TypeError(
+            "qpgate client: options.alternateDevice: only for an ibv device beside an ibv options.device (application-level failover); a soft device's second link is its alternateAddress",
+          );
+        }
+        ep.#addSide(alternate, own);
+      }
+      return ep;
+    } catch (err) {
+      ep.#releaseSides();
+      throw err;
+    }
+  }
+
+  static #open(engine: Engine, given: EndpointOptions['device'], key: string): [Device, boolean] {
+    if (given instanceof Device) return [given, false];
+    if (given === undefined || (!('address' in given && given.address !== undefined) && given.name === undefined)) {
+      throw new TypeError(
+        `qpgate client: options.${key}: expected a Device, { address } for our own soft device (e.g. '127.0.0.2', not the gateway's) or { kind: 'ibv', name } for an RDMA device`,
+      );
+    }
+    return [openDevice(engine, given), true];
   }
 
   get qp(): QueuePair {
@@ -408,6 +455,15 @@ export class RcEndpoint {
       this.dropQp();
       throw err;
     }
+    if (this.hasAlternateDevice && answer.alternateDeviceGid === null) {
+      // Failover asked for and impossible: said at connect, not found out when the first device fails.
+      this.#answer = answer;
+      await this.closeSession();
+      this.dropQp();
+      throw new Error(
+        `qpgate client: options.alternateDevice: the gateway at ${this.options.url} has no alternate device to fail over to (its backend.alternateDevice is unset); give it one, or leave alternateDevice out`,
+      );
+    }
     qp.modify({
       state: 'RTR',
       pathMtu: Math.min(mtu, answer.mtu) as PathMtu,
@@ -465,8 +521,8 @@ export class RcEndpoint {
     return { altPath: { ahAttr: { dgid: answer.alternateGid, hopLimit: 64, sgidIndex }, port: 1, pkeyIndex: 0, timeout: this.options.ackTimeout ?? ACK_TIMEOUT }, pathMigState: 'REARM' };
   }
 
-  async #handshake(qpn: number, psn: number, mtu: PathMtu): Promise<SessionAnswer> {
-    const body = {
+  #handshake(qpn: number, psn: number, mtu: PathMtu): Promise<SessionAnswer> {
+    return openSession(this.options, {
       role: this.shape.role,
       name: this.options.name,
       qpn,
@@ -475,76 +531,15 @@ export class RcEndpoint {
       mtu,
       ...(this.device.alternateGid !== null ? { alternateGid: this.device.alternateGid } : {}),
       ...(this.device.ackHoldUs > 0 ? { ackHoldUs: this.device.ackHoldUs } : {}),
+      // Only from a client that can fail over: a gateway older than the field refuses unknown ones.
+      ...(this.hasAlternateDevice ? { device: this.activeDevice } : {}),
       accounts: this.shape.accounts.map(String),
-    };
-    let res = await this.#call('POST', '/v1/sessions', body);
-    if (res.status === 409 && this.options.takeover) {
-      const id = /\(id (\d+)\)/.exec(res.message)?.[1];
-      if (id !== undefined) {
-        await this.#call('DELETE', `/v1/sessions/${id}`);
-        res = await this.#call('POST', '/v1/sessions', body);
-      }
-    }
-    if (res.status !== 201) throw new HandshakeError(res.status, `POST /v1/sessions: ${res.status} ${res.message}`);
-    const j = res.json as {
-      id: number;
-      role: string;
-      name: string;
-      accounts?: string[];
-      qpn: number;
-      psn: number;
-      gid: string;
-      mtu: PathMtu;
-      alternateGid?: string | null;
-      ackHoldUs?: number;
-      regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
-      layout?: RiskLayout;
-    };
-    return {
-      id: j.id,
-      role: j.role,
-      name: j.name,
-      accounts: (j.accounts ?? []).map((a) => BigInt(a)),
-      qpn: j.qpn,
-      psn: j.psn,
-      gid: j.gid,
-      mtu: j.mtu,
-      alternateGid: j.alternateGid ?? null,
-      ackHoldUs: j.ackHoldUs ?? 0,
-      regions: j.regions.map((r) => ({
-        name: r.name,
-        account: r.account === undefined ? undefined : BigInt(r.account),
-        addr: BigInt(r.addr),
-        length: r.length,
-        rkey: r.rkey,
-        access: r.access,
-      })),
-      layout: j.layout,
-    };
+    });
   }
 
   /** Asks the gateway to close our session (DELETE /v1/sessions/:id). */
   async closeSession(): Promise<void> {
-    if (this.#answer === undefined) return;
-    await this.#call('DELETE', `/v1/sessions/${this.#answer.id}`).catch(() => undefined);
-  }
-
-  async #call(method: string, path: string, body?: unknown): Promise<{ status: number; message: string; json: unknown }> {
-    const url = `${this.options.url.replace(/\/+$/, '')}${path}`;
-    let res: Response;
-    try {
-      const init: RequestInit = {
-        method,
-        headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
-      };
-      res = await controlFetch(url, init, this.options.tls);
-    } catch (err) {
-      throw new HandshakeError(0, fetchFailure(err, this.options.url, { certificate: "give the CA that signed it as the client's tls.ca", clientCertificate: 'give one as tls.cert and tls.key' }));
-    }
-    const json = (await res.json().catch(() => ({}))) as { message?: string };
-    return { status: res.status, message: json.message ?? res.statusText, json };
+    if (this.#answer !== undefined) await closeSession(this.options, this.#answer.id);
   }
 
   /** Destroys the QP (nothing is sent: the gateway sees the session go when its next send fails). */
@@ -565,10 +560,7 @@ export class RcEndpoint {
     this.#unwatch = undefined;
     unwatch?.();
     this.dropQp();
-    this.mr.dereg();
-    this.cq.destroy();
-    this.pd.dealloc();
-    if (this.#ownDevice) this.device.close();
+    this.#releaseSides();
     if (this.#ownEngine) await this.engine.stop();
   }
 }

@@ -21,7 +21,7 @@
 // later operations at once, and reconnect() makes a new QP for the session.
 import { EventEmitter } from 'node:events';
 import { WC_STATUS_NAMES, WC_WORDS, WcWord, type WrOpcode } from '../native/verbs.js';
-import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
+import { RcEndpoint, type EndpointDevice, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
 
 /**
  * The words of the risk pages, by name → page, the layout's name and whether
@@ -60,6 +60,8 @@ export interface RiskClientStats {
   /** Times the session was armed again after a path migration (RcEndpoint.rearm). */
   rearms: number;
   reconnects: number;
+  /** Moves to the other device after the gateway stopped answering (options.alternateDevice). */
+  failovers: number;
 }
 
 const DEFAULT_KEEPALIVE_MS = 1000;
@@ -90,7 +92,7 @@ export class RiskClient extends EventEmitter {
   #connected = true;
   #closed = false;
   #keepaliveTimer: NodeJS.Timeout | undefined;
-  readonly #stats: RiskClientStats = { operations: 0, keepalives: 0, rearms: 0, reconnects: 0 };
+  readonly #stats: RiskClientStats = { operations: 0, keepalives: 0, rearms: 0, reconnects: 0, failovers: 0 };
 
   private constructor(ep: RcEndpoint) {
     super();
@@ -146,8 +148,19 @@ export class RiskClient extends EventEmitter {
    * Fails, and leaves the client disconnected, if the gateway does not answer.
    */
   reconnect(overrides: { url?: string; token?: string } = {}): Promise<void> {
+    return this.#reconnect(overrides, false);
+  }
+
+  /** Which of its devices the client is on: 'primary' (options.device) or 'alternate' (after a failover). */
+  get activeDevice(): EndpointDevice {
+    return this.#ep.activeDevice;
+  }
+
+  // `failover`: on our other device, after the operations under way (OrderClient's failover, src/orders/client.ts).
+  #reconnect(overrides: { url?: string; token?: string }, failover: boolean): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('qpgate risk client: reconnect() after close()'));
     const run = async (): Promise<void> => {
+      if (failover) this.#ep.switchDevice();
       if (overrides.url !== undefined) this.#ep.options.url = overrides.url;
       if (overrides.token !== undefined) this.#ep.options.token = overrides.token;
       this.#stats.reconnects++;
@@ -266,10 +279,21 @@ export class RiskClient extends EventEmitter {
   }
 
   // The QP is in ERR (or gone): say so once; operations fail until reconnect().
-  #lost(reason: string): void {
+  // `unreachable` (IBV_WC_RETRY_EXC_ERR: a failed link, a dead gateway): with
+  // an alternate device the client fails over to it at once and emits
+  // 'failover' ({ device, reason, ms }) once the session is open there.
+  #lost(reason: string, unreachable = false): void {
     if (!this.#connected) return;
     this.#connected = false;
     this.emit('disconnect', reason);
+    if (!unreachable || this.#closed || !this.#ep.hasAlternateDevice) return;
+    this.#stats.failovers++;
+    const started = performance.now();
+    const device = this.#ep.activeDevice === 'primary' ? 'alternate' : 'primary';
+    this.#reconnect({}, true).then(
+      () => this.emit('failover', { device, reason, ms: performance.now() - started }),
+      (err: Error) => this.emit('disconnect', `failover to the ${device} device failed: ${err.message}`),
+    );
   }
 
   // One READ of the first account's risk.local version word when nothing is
@@ -314,7 +338,7 @@ export class RiskClient extends EventEmitter {
       if (what === 'operation') this.#stats.operations++;
       if (status !== 'IBV_WC_SUCCESS') {
         const error = new RdmaError(status, `${opcode} at 0x${remoteAddr.toString(16)} rkey 0x${rkey.toString(16)} completed with ${status} (the QP is now ${this.#ep.qp.state})`);
-        this.#lost(what === 'keepalive' ? `keepalive READ completed with ${status}` : error.message);
+        this.#lost(what === 'keepalive' ? `keepalive READ completed with ${status}` : error.message, status === 'IBV_WC_RETRY_EXC_ERR');
         throw error;
       }
       return this.#ep.buffer.readBigUInt64LE(at);

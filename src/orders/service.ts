@@ -27,6 +27,7 @@ import {
   type NativeOrderStats,
   type NativeRiskLayout,
   type NativeRiskWords,
+  type NativeServiceDevice,
   type NativeSessionAnswer,
 } from './native.js';
 
@@ -37,6 +38,8 @@ export interface OrderServiceOptions {
   readonly feeds: FeedsConfig;
   /** Publish trades and book levels (and the instruments' definitions) here. */
   readonly publisher?: FeedPublisher | undefined;
+  /** A second device sessions may open on (backend.alternateDevice): clients fail over to it (docs/protocol.md §1.11). */
+  readonly alternateDevice?: Device | undefined;
 }
 
 export class OrderService {
@@ -44,6 +47,7 @@ export class OrderService {
   readonly nativeConfig: NativeOrderServiceConfig;
   readonly #engine: Engine;
   readonly #device: Device;
+  readonly #alternateDevice: Device | undefined;
   readonly #publisher: FeedPublisher | undefined;
   #native: NativeOrderService | undefined;
   #closed = false;
@@ -54,6 +58,7 @@ export class OrderService {
     this.config = config;
     this.#engine = engine;
     this.#device = device;
+    this.#alternateDevice = options.alternateDevice;
     this.#publisher = config.publishToFeed ? options.publisher : undefined;
     this.nativeConfig = nativeServiceConfig(config, options.stateDir, options.feeds, this.#publisher?.id);
   }
@@ -82,7 +87,8 @@ export class OrderService {
     if (this.#closed) throw new Error('qpgate orders: start() after close()');
     if (!this.#engine.running) throw new Error('qpgate orders: start the engine before the order service');
     mkdirSync(dirname(this.nativeConfig.journal.path), { recursive: true, mode: 0o700 });
-    this.#native = nativeOrders().createService(this.#engine.native, nativeDeviceOf(this.#device), this.nativeConfig);
+    const alternate = this.#alternateDevice === undefined ? undefined : nativeDeviceOf(this.#alternateDevice);
+    this.#native = nativeOrders().createService(this.#engine.native, nativeDeviceOf(this.#device), this.nativeConfig, alternate);
     if (this.#publisher !== undefined) this.#announceInstruments(this.#publisher);
   }
 
@@ -95,8 +101,13 @@ export class OrderService {
   }
 
   /** The QP of a session went fatal: lose it (cancel-on-disconnect), its endedBy the event's name. */
-  onAsyncEvent(event: { type: string; elementId: number }): boolean {
-    return this.#native?.onAsyncEvent(event) ?? false;
+  onAsyncEvent(event: { type: string; elementId: number }, device: NativeServiceDevice = 'primary'): boolean {
+    return this.#native?.onAsyncEvent(event, device) ?? false;
+  }
+
+  /** The alternate device's GID (backend.alternateDevice), null without one. */
+  get alternateDeviceGid(): string | null {
+    return this.#alternateDevice?.gid ?? null;
   }
 
   sessions(): NativeOrderSessionInfo[] {

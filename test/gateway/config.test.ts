@@ -125,3 +125,14 @@ test('tokens shorter than 16 characters are rejected', () => {
   );
   assert.match(problems[0]!, /^control\.tokens\.0\.token .*expected a secret of at least 16 characters/);
 });
+
+test('backend.alternateDevice is for ibv and must name a second device', () => {
+  const soft = problemsOf(() => loadConfig({ env: noEnv, overrides: ['backend.alternateDevice=rxe1'] }));
+  assert.deepEqual(soft, [
+    `backend.alternateDevice (from --set backend.alternateDevice=rxe1): only for backend.kind 'ibv' (a second RDMA device), got "rxe1" with kind 'soft'; the soft backend's second link is backend.alternateAddress`,
+  ]);
+  const same = problemsOf(() => loadConfig({ env: noEnv, overrides: ['backend.kind=ibv', 'backend.device=rxe0', 'backend.alternateDevice=rxe0'] }));
+  assert.deepEqual(same, ['backend.alternateDevice (from --set backend.alternateDevice=rxe0): expected a device other than backend.device, got "rxe0" for both']);
+  const ok = loadConfig({ env: noEnv, overrides: ['backend.kind=ibv', 'backend.device=rxe0', 'backend.alternateDevice=rxe1'] });
+  assert.equal(ok.backend.alternateDevice, 'rxe1');
+});

@@ -129,7 +129,7 @@ test('each /v1 operation: bearer security, its scope, a 2xx schema, its paramete
   const sessions = doc.paths['/v1/sessions']!['post'];
   for (const s of ['404', '409', '429', '503']) assert.ok(sessions.responses[s], `POST /v1/sessions ${s}`);
   assert.deepEqual(Object.keys(sessions.requestBody.content['application/json'].schema.properties).sort(), [
-    'accounts', 'ackHoldUs', 'alternateGid', 'channels', 'feed', 'gid', 'mtu', 'name', 'psn', 'qpn', 'role',
+    'accounts', 'ackHoldUs', 'alternateGid', 'channels', 'device', 'feed', 'gid', 'mtu', 'name', 'psn', 'qpn', 'role',
   ]);
   for (const s of ['409', '503']) assert.ok(doc.paths['/v1/feeds']!['post'].responses[s], `POST /v1/feeds ${s}`);
   assert.ok(doc.paths['/v1/qps/{qpn}']!['get'].responses['404']);

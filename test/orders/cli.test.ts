@@ -105,8 +105,8 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.equal((await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer])).stdout, 'no sessions\n');
     const s = await run(['sessions', '--url', gw.url, '--token', TOKENS.ops]);
     assert.equal(s.status, 0, s.stderr);
-    assert.match(s.stdout, /^ID\s+ROLE\s+NAME\s+STATE\s+QPN\s+TOKEN\s+ACCOUNTS\s+APP-SEQ\s+PATH\s+MIGRATIONS\s+ENDED-BY$/m);
-    assert.match(s.stdout, new RegExp(`^\\s*${live.id}\\s+trading\\s+live\\s+RTS\\s+\\d+\\s+desk2\\s+1\\s+1\\s+-\\s+0\\s+-$`, 'm'));  // one address each: no alternate path (PATH -)
+    assert.match(s.stdout, /^ID\s+ROLE\s+NAME\s+STATE\s+QPN\s+TOKEN\s+ACCOUNTS\s+APP-SEQ\s+PATH\s+MIGRATIONS\s+DEVICE\s+FAILOVERS\s+ENDED-BY$/m);
+    assert.match(s.stdout, new RegExp(`^\\s*${live.id}\\s+trading\\s+live\\s+RTS\\s+\\d+\\s+desk2\\s+1\\s+1\\s+-\\s+0\\s+primary\\s+0\\s+-$`, 'm'));  // one address each: no alternate path (PATH -); one device, no failover
     const refused = await run(['sessions', '--url', gw.url, '--token', TOKENS.viewer, '--close', String(live.id)]);
     assert.equal(refused.status, 1);
     assert.equal(refused.stderr, `qpgate sessions: DELETE /v1/sessions/${live.id}: HTTP 404: no session ${live.id} on this gateway\n`);

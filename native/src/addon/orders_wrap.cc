@@ -83,6 +83,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     id_ = id;
     engine_js_ = Napi::Persistent(info[0].As<Napi::Object>());
     device_js_ = Napi::Persistent(info[1].As<Napi::Object>());
+    if (info.Length() > 3 && info[3].IsObject()) alternate_js_ = Napi::Persistent(info[3].As<Napi::Object>());
   }
 
  private:
@@ -159,6 +160,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
       Napi::Object o = Napi::Object::New(env);
       o.Set("session", num(env, s.session));
       o.Set("role", s.role == orders::SessionRole::kRisk ? "risk" : "trading");
+      o.Set("device", s.device == orders::kAlternateDevice ? "alternate" : "primary");
       o.Set("qpn", num(env, s.qpn));
       o.Set("state", std::string(verbs::qp_state_name(s.state)));
       o.Set("lastAppSeq", num(env, s.last_app_seq));
@@ -281,8 +283,9 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     return o;
   }
 
-  // onAsyncEvent(event): an event from device.getAsyncEvent() ({type: 'IBV_EVENT_QP_ACCESS_ERR',
-  // element: 'QP', elementId: qpn, ...}); true if it lost one of this service's sessions.
+  // onAsyncEvent(event, device = 'primary'): an event from device.getAsyncEvent() ({type:
+  // 'IBV_EVENT_QP_ACCESS_ERR', element: 'QP', elementId: qpn, ...}) of the service's primary or
+  // alternate device (QPNs are per device); true if it lost one of this service's sessions.
   Napi::Value OnAsyncEvent(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::string where = "service.onAsyncEvent: event";
@@ -301,8 +304,10 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
     if (!known) type_error(env, where + ".type", kType, o.Get("type"));
     e.element = verbs::event_element_of(e.event_type);
     e.element_id = to_u32(env, o.Get("elementId"), where + ".elementId");
+    const std::uint8_t device =
+        info.Length() > 1 && !info[1].IsUndefined() ? to_device_choice(env, info[1], "service.onAsyncEvent: device") : orders::kPrimaryDevice;
     bool lost = false;
-    with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, qpgate::monotonic_ns()); });
+    with_service(env, "service.onAsyncEvent", [&](orders::OrderService& s) { lost = s.on_async_event(e, qpgate::monotonic_ns(), device); });
     return Napi::Boolean::New(env, lost);
   }
 
@@ -329,6 +334,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
   std::uint32_t id_ = 0;
   Napi::ObjectReference engine_js_;
   Napi::ObjectReference device_js_;
+  Napi::ObjectReference alternate_js_;  // keeps the alternate device alive as long as the service
 };
 
 Napi::Value CreateService(const Napi::CallbackInfo& info) {
@@ -338,6 +344,10 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   EngineWrap* ew = &EngineWrap::FromArg(env, info[0], std::string(what) + ": engine");
   verbs::Device* device = &device_arg(env, info[1], *classes->verbs, std::string(what) + ": device");
   orders::ServiceConfig config = to_service_config(env, info[2]);
+  // createService(engine, device, config, alternateDevice?): a second device sessions may be opened on.
+  verbs::Device* alternate = info.Length() > 3 && !info[3].IsUndefined()
+                                 ? &device_arg(env, info[3], *classes->verbs, std::string(what) + ": alternateDevice")
+                                 : nullptr;
   EnginePtr engine = ew->engine();
   if (!engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
   orders::OrderAgent* agent = ew->agents().orders;
@@ -346,7 +356,7 @@ Napi::Value CreateService(const Napi::CallbackInfo& info) {
   const std::uint32_t publisher = config.feed_publisher_id;
   engine->run_on_engine([&] {
     publisher_found = publisher == 0 || agent->has_feed_publisher(publisher);
-    if (publisher_found) id = agent->add_service(*device, std::move(config));
+    if (publisher_found) id = agent->add_service(*device, std::move(config), alternate);
   });
   if (!publisher_found) {
     throw Napi::RangeError::New(env, std::string(what) + ": config.feedPublisherId " + std::to_string(publisher) +

@@ -117,6 +117,10 @@ orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
   return c;
 }
 
+std::uint8_t to_device_choice(Napi::Env env, Napi::Value v, const std::string& where) {
+  return to_choice(env, v, where, {"primary", "alternate"}) == 1 ? orders::kAlternateDevice : orders::kPrimaryDevice;
+}
+
 orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   const std::string w = kOpen;
   Napi::Object o = to_object(env, v, w);
@@ -124,6 +128,7 @@ orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   r.session = to_u32(env, o.Get("session"), w + ".session", 1, 0xffffffffu);
   r.role = to_choice(env, o.Get("role"), w + ".role", {"trading", "risk"}) == 1 ? orders::SessionRole::kRisk
                                                                                : orders::SessionRole::kTrading;
+  if (has(o, "device")) r.device = to_device_choice(env, o.Get("device"), w + ".device");
   Napi::Array acc = to_array(env, o.Get("accounts"), w + ".accounts");
   for (std::uint32_t i = 0; i < acc.Length(); ++i) r.accounts.push_back(to_u64_or_decimal(env, acc.Get(i), w + ".accounts[" + std::to_string(i) + "]"));
   if (has(o, "throttle")) {

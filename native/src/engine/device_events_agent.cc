@@ -106,12 +106,12 @@ int DeviceEventsAgent::drain(Attached& a) {
       a.counts->lost.fetch_add(1, std::memory_order_relaxed);
     }
     a.kept.push_back(*e);
-    publish(*e, *a.counts);
+    publish(*e, a.device->index(), *a.counts);
   }
   return n;
 }
 
-void DeviceEventsAgent::publish(const verbs::AsyncEvent& e, Counts& counts) {
+void DeviceEventsAgent::publish(const verbs::AsyncEvent& e, std::uint32_t device_index, Counts& counts) {
   if (context_ == nullptr || context_->from_engine == nullptr) return;
   std::array<std::uint8_t, record_type::kDeviceEventBytes> p{};
   const auto put32 = [&](std::size_t at, std::uint32_t v) {
@@ -120,6 +120,7 @@ void DeviceEventsAgent::publish(const verbs::AsyncEvent& e, Counts& counts) {
   put32(0, static_cast<std::uint32_t>(e.event_type));
   put32(4, static_cast<std::uint32_t>(e.element));
   put32(8, e.element_id);
+  put32(12, device_index);
   for (int i = 0; i < 8; ++i) p[16 + i] = static_cast<std::uint8_t>(e.context >> (8 * i));
   if (!context_->from_engine->append(record_type::kDeviceEvent, p.data(), record_type::kDeviceEventBytes)) {
     counts.lost.fetch_add(1, std::memory_order_relaxed);

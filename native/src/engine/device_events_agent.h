@@ -80,7 +80,7 @@ class DeviceEventsAgent final : public Agent {
   Attached* find(const verbs::Device& device);
   const Attached* find(const verbs::Device& device) const;
   int drain(Attached& a);
-  void publish(const verbs::AsyncEvent& e, Counts& counts);
+  void publish(const verbs::AsyncEvent& e, std::uint32_t device_index, Counts& counts);
   static int take_completions(Attached& a);
   void watch(const verbs::Device& device);
   void unwatch(const verbs::Device& device);

@@ -19,7 +19,8 @@ inline constexpr std::int32_t kEcho = 1;
 // fromEngine: one async event of an ibv device (DeviceEventsAgent), 24 bytes
 // little-endian: u32 ibv_event_type, u32 element kind (verbs::EventElement:
 // 0 device, 1 port, 2 QP, 3 CQ, 4 SRQ), u32 element id (port number, QPN,
-// CQ or SRQ handle), u32 0, u64 the element's context.
+// CQ or SRQ handle), u32 the device's kernel index (verbs::Device::index:
+// QPNs are per device), u64 the element's context.
 inline constexpr std::int32_t kDeviceEvent = 2;
 inline constexpr std::int32_t kDeviceEventBytes = 24;
 

@@ -40,9 +40,9 @@ int OrderAgent::do_work(std::uint64_t now_ns) {
   return work;
 }
 
-verbs::Result<std::uint32_t> OrderAgent::add_service(verbs::Device& device, ServiceConfig config) {
+verbs::Result<std::uint32_t> OrderAgent::add_service(verbs::Device& device, ServiceConfig config, verbs::Device* alternate) {
   const std::uint32_t publisher = config.feed_publisher_id;
-  auto s = OrderService::open(device, std::move(config));
+  auto s = OrderService::open(device, std::move(config), alternate);
   if (!s.ok()) return s.error();
   if (publisher != 0) {
     FeedPublishers* feeds = feeds_.get();

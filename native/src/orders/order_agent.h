@@ -35,7 +35,8 @@ class OrderAgent final : public engine::Agent {
   // Engine thread: whether a service may name this feed publisher.
   bool has_feed_publisher(std::uint32_t publisher_id) const { return feeds_ != nullptr && feeds_->has_publisher(publisher_id); }
   // Engine thread. Ids are never reused within an agent.
-  verbs::Result<std::uint32_t> add_service(verbs::Device& device, ServiceConfig config);
+  // `alternate`: a second device its sessions may be opened on (OrderService::open).
+  verbs::Result<std::uint32_t> add_service(verbs::Device& device, ServiceConfig config, verbs::Device* alternate = nullptr);
   // Closes (journal flushed, sessions closed) and frees it.
   bool remove_service(std::uint32_t id);
   OrderService* service(std::uint32_t id) const;

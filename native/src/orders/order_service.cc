@@ -69,18 +69,29 @@ std::string validate(const ServiceConfig& c) {
   return "";
 }
 
-OrderService::OrderService(verbs::Device& device, ServiceConfig config)
-    : device_(device), config_(std::move(config)), market_data_(config_.feeds) {}
+OrderService::OrderService(ServiceConfig config) : config_(std::move(config)), market_data_(config_.feeds) {}
 
-verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& device, ServiceConfig config) {
-  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, e};
-  std::unique_ptr<OrderService> s{new OrderService(device, std::move(config))};
-  auto gid = verbs::choose_source_gid(device, s->config_.gid_index);
+verbs::Status OrderService::add_device(verbs::Device& device) {
+  // The configured GID index is the primary device's; the alternate's is found as ibv_devinfo would list it.
+  auto gid = verbs::choose_source_gid(device, devices_.empty() ? config_.gid_index : -1);
   if (!gid.ok()) return gid.error();
-  s->gid_ = gid->gid;
-  s->gid_index_ = gid->index;
-  s->alt_gid_ = verbs::choose_alternate_gid(device, *gid);
-  if (auto port = device.query_port(1); port.ok()) s->port_mtu_ = port->active_mtu;
+  ServiceDevice d{&device, gid->gid, gid->index, verbs::choose_alternate_gid(device, *gid)};
+  if (auto port = device.query_port(1); port.ok()) d.port_mtu = port->active_mtu;
+  devices_.push_back(d);
+  return {};
+}
+
+verbs::Result<std::unique_ptr<OrderService>> OrderService::open(verbs::Device& device, ServiceConfig config,
+                                                                 verbs::Device* alternate) {
+  if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, e};
+  if (alternate == &device) return verbs::Error{EINVAL, "the alternate device is the primary device: give a second device"};
+  std::unique_ptr<OrderService> s{new OrderService(std::move(config))};
+  if (auto st = s->add_device(device); !st.ok()) return st.error();
+  if (alternate != nullptr) {
+    if (auto st = s->add_device(*alternate); !st.ok()) {
+      return verbs::Error{st.error().code, "alternate device " + std::string(alternate->name()) + ": " + st.error().message};
+    }
+  }
 
   HandlerConfig hc = s->config_.handler;
   hc.sessions.clear();
@@ -189,6 +200,9 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   for (const std::uint64_t a : req.accounts) {
     if (handler_->risk().find(a) == nullptr) return verbs::Error{EINVAL, who + ": account " + std::to_string(a) + " is not configured"};
   }
+  if (req.device >= devices_.size()) {
+    return verbs::Error{EINVAL, who + ": no alternate device on this gateway (backend.alternateDevice)"};
+  }
   if (handler_->journal().failed()) {
     return verbs::Error{EIO, who + ": the journal failed (" + handler_->journal().failure() +
                                  "): no session is served until a restart"};
@@ -203,20 +217,22 @@ verbs::Result<SessionAnswer> OrderService::open_session(const SessionRequest& re
   rc.params.psn = verbs::random_psn();
   rc.params.timeout = static_cast<std::uint8_t>(config_.ack_timeout);
   rc.params.retry_cnt = static_cast<std::uint8_t>(config_.retry_cnt);
+  const ServiceDevice& d = devices_[req.device];
   rc.params.mtu = static_cast<verbs::Mtu>(
-      std::min(static_cast<std::uint8_t>(req.remote.mtu), static_cast<std::uint8_t>(port_mtu_)));
-  rc.params.sgid_index = gid_index_;
-  if (alt_gid_) rc.params.alt_sgid_index = alt_gid_->index;
-  auto opened = RcSession::open(device_, handler_->risk(), rc);
+      std::min(static_cast<std::uint8_t>(req.remote.mtu), static_cast<std::uint8_t>(d.port_mtu)));
+  rc.params.sgid_index = d.gid_index;
+  if (d.alt_gid) rc.params.alt_sgid_index = d.alt_gid->index;
+  auto opened = RcSession::open(*d.device, handler_->risk(), rc);
   if (!opened.ok()) return opened.error();
   std::unique_ptr<RcSession> s = std::move(*opened);
+  s->device = req.device;
   if (req.role == SessionRole::kTrading) {
     handler_->configure_session(SessionConfig{req.session, req.accounts, req.throttle, req.cancel_on_disconnect});
   }
   s->next_state_check_ns = now_ns + verbs::kRcCheckIntervalNs;
-  SessionAnswer a{s->qpn(), s->psn(), gid_, s->mtu(), s->regions(), std::nullopt};
-  if (s->channel().path().has_alternate) a.alt_gid = alt_gid_->gid;
-  a.ack_hold_ns = device_.ack_hold_ns();
+  SessionAnswer a{s->qpn(), s->psn(), d.gid, s->mtu(), s->regions(), std::nullopt};
+  if (s->channel().path().has_alternate) a.alt_gid = d.alt_gid->gid;
+  a.ack_hold_ns = d.device->ack_hold_ns();
   sessions_.push_back(std::move(s));
   return a;
 }
@@ -232,7 +248,7 @@ bool OrderService::close_session(std::uint32_t id, std::uint64_t now_ns) {
 std::vector<SessionInfo> OrderService::sessions() const {
   std::vector<SessionInfo> out;
   for (const auto& s : sessions_) {
-    out.push_back(SessionInfo{s->id(), s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
+    out.push_back(SessionInfo{s->id(), s->device, s->role(), s->qpn(), s->state(), handler_->last_app_seq(s->id()),
                               s->received_count, s->sent_count, s->channel().held_receives(), s->out().size(),
                               s->back_pressured, s->disconnected, s->ended_by, s->channel().path()});
   }
@@ -391,7 +407,7 @@ int OrderService::post_ready() {
   return work;
 }
 
-bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_ns) {
+bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_ns, std::uint8_t device) {
   if (e.element != verbs::EventElement::QP) return false;
   if (e.event_type != verbs::EventType::QP_FATAL && e.event_type != verbs::EventType::QP_REQ_ERR &&
       e.event_type != verbs::EventType::QP_ACCESS_ERR) {
@@ -399,7 +415,7 @@ bool OrderService::on_async_event(const verbs::AsyncEvent& e, std::uint64_t now_
   }
   const std::string_view name = verbs::event_type_enum_name(e.event_type);
   for (const auto& s : sessions_) {
-    if (s->qpn() != e.element_id) continue;
+    if (s->qpn() != e.element_id || s->device != device) continue;
     if (!s->disconnected) {
       lose(*s, now_ns, name);
       return true;

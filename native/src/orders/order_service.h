@@ -95,8 +95,17 @@ struct ServiceConfig {
 // "" when valid, else what is wrong (naming the field).
 std::string validate(const ServiceConfig& config);
 
+// Which of the service's devices a session runs on (SessionRequest::device).
+// The alternate is a second RDMA device on another link, given to open():
+// a client whose device has no automatic path migration (rxe) fails over to
+// it at the application level, a new handshake there and a resend by
+// app_seq (docs/protocol.md 1.11).
+inline constexpr std::uint8_t kPrimaryDevice = 0;
+inline constexpr std::uint8_t kAlternateDevice = 1;
+
 struct SessionRequest {
   std::uint32_t session = 0;
+  std::uint8_t device = kPrimaryDevice;
   SessionRole role = SessionRole::kTrading;
   std::vector<std::uint64_t> accounts;
   ThrottleConfig throttle;
@@ -116,6 +125,7 @@ struct SessionAnswer {
 
 struct SessionInfo {
   std::uint32_t session = 0;
+  std::uint8_t device = kPrimaryDevice;  // the device its QP is on
   SessionRole role = SessionRole::kTrading;
   std::uint32_t qpn = 0;
   verbs::QpState state = verbs::QpState::RESET;
@@ -142,7 +152,10 @@ struct ServiceCounters {
 
 class OrderService {
  public:
-  static verbs::Result<std::unique_ptr<OrderService>> open(verbs::Device& device, ServiceConfig config);
+  // `alternate` (may be null): a second device sessions may be opened on
+  // (SessionRequest::device kAlternateDevice); both outlive the service.
+  static verbs::Result<std::unique_ptr<OrderService>> open(verbs::Device& device, ServiceConfig config,
+                                                           verbs::Device* alternate = nullptr);
   ~OrderService();
   OrderService(const OrderService&) = delete;
   OrderService& operator=(const OrderService&) = delete;
@@ -160,8 +173,9 @@ class OrderService {
   // QP_ACCESS_ERR on a session's QP lose that session at once, before its
   // flushed completions are polled; one lost already to its flushed receives
   // takes the event as its ended_by (it says why the QP went to ERR). True if
-  // it concerned a live session.
-  bool on_async_event(const verbs::AsyncEvent& event, std::uint64_t now_ns);
+  // it concerned a live session. `device` says whose event it is: QP numbers
+  // are per device, and two devices may both have a QP 17.
+  bool on_async_event(const verbs::AsyncEvent& event, std::uint64_t now_ns, std::uint8_t device = kPrimaryDevice);
   // Flushes the journal and closes every session (cancel-on-disconnect applies).
   void close(std::uint64_t now_ns);
 
@@ -173,6 +187,7 @@ class OrderService {
   void set_order_event_sink(OrderEventSink sink);
 
   const ServiceConfig& config() const noexcept { return config_; }
+  bool has_alternate_device() const noexcept { return devices_.size() > kAlternateDevice; }
   OrderHandler& handler() noexcept { return *handler_; }
   const ServiceCounters& counters() const noexcept { return counters_; }
   const metrics::LatencyHistogram& ack_latency() const noexcept { return ack_latency_; }
@@ -189,7 +204,17 @@ class OrderService {
   // The most one gap between duty cycles adds to a session's held time.
   static constexpr std::uint64_t kMaxStallStepNs = 10'000'000;
 
-  OrderService(verbs::Device& device, ServiceConfig config);
+  // A device sessions are opened on, with what each session's QP needs of it.
+  struct ServiceDevice {
+    verbs::Device* device = nullptr;
+    verbs::Gid gid;
+    std::uint8_t gid_index = 0;
+    std::optional<verbs::SourceGid> alt_gid;  // the device's alternate address (choose_alternate_gid)
+    verbs::Mtu port_mtu = verbs::Mtu::MTU_4096;
+  };
+
+  explicit OrderService(ServiceConfig config);
+  verbs::Status add_device(verbs::Device& device);
 
   ResendStore* find_store(std::uint32_t session) const noexcept;
   // The store a Welcome resends [from, to] from: this connection's, else a
@@ -215,12 +240,8 @@ class OrderService {
   void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;
 
-  verbs::Device& device_;
   ServiceConfig config_;
-  verbs::Gid gid_;
-  std::uint8_t gid_index_ = 0;
-  std::optional<verbs::SourceGid> alt_gid_;  // the device's alternate address (choose_alternate_gid)
-  verbs::Mtu port_mtu_ = verbs::Mtu::MTU_4096;
+  std::vector<ServiceDevice> devices_;  // [kPrimaryDevice], and [kAlternateDevice] if given
   std::unique_ptr<OrderHandler> handler_;
   std::vector<std::unique_ptr<RcSession>> sessions_;
   std::unordered_map<std::uint32_t, std::unique_ptr<ResendStore>> stores_;

@@ -73,6 +73,7 @@ class RcSession {
   std::uint64_t resend_to = 0;
   std::uint64_t resend_durable = 0;
   OutQueue held{2};
+  std::uint8_t device = 0;    // which of the service's devices its QP is on (order_service.h kPrimaryDevice...)
   bool disconnected = false;  // the QP left RTS and on_disconnect ran
   // What ended it (set with disconnected): the work-completion status or async
   // event that said so, or the gateway's own reason; /v1/sessions shows it.

@@ -180,6 +180,9 @@ class Device {
   virtual ~Device() = default;
   virtual std::string_view name() const = 0;     // "qpgate_soft0", "rxe0", "mlx5_0"
   virtual std::string_view backend() const = 0;  // "soft" or "ibv"
+  // The kernel's index of the device, as `rdma dev` lists it (ibv_get_device_index);
+  // 0 for the soft device, which the kernel does not know.
+  virtual std::uint32_t index() const { return 0; }
   // How long this device's RC responder holds the ACK of a request that did
   // not ask for one (types.h AckRequests); 0: it never sends one, as rxe.
   virtual std::int64_t ack_hold_ns() const { return 0; }

@@ -106,6 +106,7 @@ class Client {
     r.accounts = std::move(accounts);
     r.throttle = ThrottleConfig{0, 1};
     r.cancel_on_disconnect = cancel_on_disconnect;
+    r.device = gateway_device;
     r.remote = peer();
     auto a = service.open_session(r, qpgate::monotonic_ns());
     if (!a.ok()) return a;
@@ -134,6 +135,8 @@ class Client {
   }
   // Receives are re-posted after each completion unless told not to.
   bool repost = true;
+  // The gateway's device the handshake asks for (SessionRequest::device).
+  std::uint8_t gateway_device = kPrimaryDevice;
 
   void send(const OrderMessage& m) { send_bytes(bytes_of(m)); }
   void send_bytes(const std::vector<std::uint8_t>& bytes) {
@@ -240,17 +243,24 @@ class Client {
   std::uint32_t next_send_slot_ = 0;
 };
 
-// The gateway side: a soft device and the service on it, and a loop that
-// drives the gateway and every client until a condition holds.
+// The gateway side: a soft device (and an alternate one, when given an
+// address for it) and the service on it, and a loop that drives the gateway
+// and every client until a condition holds.
 struct Gateway {
-  Gateway(const std::string& address, ServiceConfig config) : device(open_device(address.c_str())) {
+  Gateway(const std::string& address, ServiceConfig config, const std::string& alternate_address = "")
+      : device(open_device(address.c_str())) {
     if (!device) return;
-    auto s = OrderService::open(*device, std::move(config));
+    if (!alternate_address.empty()) {
+      alternate = open_device(alternate_address.c_str());
+      if (!alternate) return;
+    }
+    auto s = OrderService::open(*device, std::move(config), alternate.get());
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
     if (s.ok()) service = std::move(*s);
   }
   void work(std::vector<Client*> clients) {
     device->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
+    if (alternate) alternate->do_work(static_cast<std::int64_t>(qpgate::monotonic_ns()));
     if (service) service->do_work(qpgate::monotonic_ns());
     for (Client* c : clients) c->work();
   }
@@ -269,6 +279,7 @@ struct Gateway {
   }
 
   std::unique_ptr<verbs::soft::SoftDevice> device;
+  std::unique_ptr<verbs::soft::SoftDevice> alternate;  // declared before the service: it outlives it
   std::unique_ptr<OrderService> service;
 };
 

@@ -213,6 +213,12 @@ function validate(config: Plain, origins: Map<string, string>): void {
       );
     }
     const origin = (key: string): string => originOf(key, origins);
+    const alternateDevice = cfg.backend.alternateDevice;
+    if (alternateDevice !== undefined && cfg.backend.kind !== 'ibv') {
+      problems.push(`backend.alternateDevice${origin('backend.alternateDevice')}: only for backend.kind 'ibv' (a second RDMA device), got ${JSON.stringify(alternateDevice)} with kind '${cfg.backend.kind}'; the soft backend's second link is backend.alternateAddress`);
+    } else if (alternateDevice !== undefined && alternateDevice === cfg.backend.device) {
+      problems.push(`backend.alternateDevice${origin('backend.alternateDevice')}: expected a device other than backend.device, got ${JSON.stringify(alternateDevice)} for both`);
+    }
     problems.push(
       ...validateTokens(cfg.control.tokens, origin),
       ...controlTlsProblems(cfg.control, origin),

@@ -32,6 +32,13 @@ export const BackendConfig = Type.Object(
           "soft: a second IPv4 address of this host (another link): RC sessions whose client gives one too get an alternate path and migrate to it when the primary fails (docs/protocol.md §1.10); unset: one path. Not for 'ibv' (no automatic path migration)",
       }),
     ),
+    alternateDevice: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "ibv: a second RDMA device on another link (e.g. 'rxe1'), port 1: trading and risk sessions may open on it, and a client with an alternate device of its own fails over to it, a new handshake there and a resend by app_seq, when its session on the first is lost (docs/protocol.md §1.11); unset: one device",
+      }),
+    ),
     port: Type.Integer({ minimum: 1, maximum: 255, description: 'ibv: the port of the RDMA device' }),
     gidIndex: Type.Optional(
       Type.Integer({

@@ -5,7 +5,9 @@
 // naming the device, the port and the element (QPN, CQ, SRQ). A QP that went
 // fatal ends the session on it: its provider loses it (cancel-on-disconnect
 // for trading; /v1/sessions lists it with the event as endedBy) or closes it,
-// and the line says which session and why.
+// and the line says which session and why. With backend.alternateDevice the
+// events of both devices come here; each record names its device by the
+// kernel's index, as QPNs are per device.
 import { loadAddon } from '../../native/addon.js';
 import { RecordType, type Engine } from '../../native/engine.js';
 import type { Device } from '../../native/verbs.js';
@@ -18,7 +20,15 @@ export interface DeviceEventRecord {
   type: string;
   element: (typeof ELEMENTS)[number];
   elementId: number;
+  /** The device's kernel index (Device.index). */
+  deviceIndex: number;
   context: bigint;
+}
+
+/** The gateway's devices: the primary, and backend.alternateDevice's. */
+export interface GatewayDevices {
+  primary: Device;
+  alternate: Device | undefined;
 }
 
 /** A deviceEvent record's 24 bytes (native/src/engine/record_types.h kDeviceEvent). */
@@ -29,6 +39,7 @@ export function decodeDeviceEvent(p: Uint8Array, typeNames: readonly string[]): 
     type: typeNames[type] ?? `IBV_EVENT_${type}`,
     element: ELEMENTS[v.getUint32(4, true)] ?? 'DEVICE',
     elementId: v.getUint32(8, true),
+    deviceIndex: v.getUint32(12, true),
     context: v.getBigUint64(16, true),
   };
 }
@@ -38,15 +49,17 @@ const TROUBLE = /ERR|FATAL|LIMIT|LAST_WQE/;
 const QP_ENDING = new Set(['IBV_EVENT_QP_FATAL', 'IBV_EVENT_QP_REQ_ERR', 'IBV_EVENT_QP_ACCESS_ERR']);
 
 /** Logs the device's events as they come; returns the unsubscribe. */
-export function watchDeviceEvents(engine: Engine, device: Device, providers: readonly SessionProvider[], log: Logger): () => void {
+export function watchDeviceEvents(engine: Engine, devices: GatewayDevices, providers: readonly SessionProvider[], log: Logger): () => void {
   const names = (loadAddon() as unknown as { verbs: { asyncEventTypes: string[] } }).verbs.asyncEventTypes;
   return engine.onRecord(RecordType.deviceEvent, (payload) => {
     const e = decodeDeviceEvent(payload, names);
+    const which = devices.alternate !== undefined && e.deviceIndex === devices.alternate.index ? 'alternate' : 'primary';
+    const device = which === 'alternate' ? devices.alternate! : devices.primary;
     const where = { device: device.name, port: e.element === 'PORT' ? e.elementId : device.port };
     const element = e.element === 'QP' ? { qpn: e.elementId } : e.element === 'CQ' ? { cq: e.elementId } : e.element === 'SRQ' ? { srq: e.elementId } : {};
     const line = { ...where, event: e.type, ...element };
     if (e.element === 'QP' && QP_ENDING.has(e.type)) {
-      const ended = endSessionOn(e.elementId, e.type, providers);
+      const ended = endSessionOn(e.elementId, which, e.type, providers);
       log.warn({ ...line, ...(ended ?? {}) }, ended ? `device event ${e.type}: session ${ended.session} ended` : `device event ${e.type}`);
       return;
     }
@@ -54,9 +67,9 @@ export function watchDeviceEvents(engine: Engine, device: Device, providers: rea
   });
 }
 
-function endSessionOn(qpn: number, event: string, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
+function endSessionOn(qpn: number, device: 'primary' | 'alternate', event: string, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
   for (const p of providers) {
-    const s = p.list().find((x) => x.qpn === qpn);
+    const s = p.list().find((x) => x.qpn === qpn && (x.device ?? 'primary') === device);
     if (s !== undefined && (p.end !== undefined ? p.end(s.id, event) : p.close(s.id))) return { session: s.id, role: s.role, name: s.name };
   }
   return undefined;

@@ -41,12 +41,29 @@ function openSoft(backend: GatewayConfig['backend'], engine: Engine): Device {
 }
 
 const CONFIG_KEYS: IbvChoices = { device: 'backend.device', port: 'backend.port', gidIndex: 'backend.gidIndex' };
+const ALTERNATE_KEYS: IbvChoices = { device: 'backend.alternateDevice', port: 'backend.port', gidIndex: 'backend.gidIndex' };
+
+/**
+ * backend.alternateDevice (ibv): the second RDMA device trading and risk
+ * sessions may open on, port 1, its RoCE v2 IPv4-mapped GID chosen as the
+ * primary's is; undefined when unset. Throws a one-line DeviceOpenError.
+ */
+export function openAlternateDevice(config: GatewayConfig, engine: Engine): Device | undefined {
+  const name = config.backend.alternateDevice;
+  if (config.backend.kind !== 'ibv' || name === undefined) return undefined;
+  try {
+    return openDevice(engine, { kind: 'ibv', name, port: 1 });
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    throw new DeviceOpenError(`cannot open the alternate ibv device ${name}: ${e.message} (${ibvFix(e.code, e.message, ALTERNATE_KEYS)})`, { cause: err });
+  }
+}
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
   if (backend.alternateAddress !== undefined) {
     // qpgate passes no alternate path to ibverbs (ibv_device.cc open_ibv_device), and rxe has no APM.
     throw new DeviceOpenError(
-      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); unset it, or use backend.kind 'soft'`,
+      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); give a second RDMA device as backend.alternateDevice (clients fail over to it), or use backend.kind 'soft'`,
     );
   }
   let device: Device;

@@ -187,6 +187,10 @@ class IbvDeviceImpl final : public IbvDevice {
 
   std::string_view name() const override { return d_->name; }
   std::string_view backend() const override { return "ibv"; }
+  std::uint32_t index() const override {
+    const int i = ibv_get_device_index(d_->ctx->device);
+    return i < 0 ? 0 : static_cast<std::uint32_t>(i);
+  }
 
   Result<DeviceAttr> query_device() const override {
     ibv_device_attr a{};

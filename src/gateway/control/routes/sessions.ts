@@ -34,7 +34,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { ControlExtension, GatewayState } from '../../state.js';
 import { SessionIds, type SessionIdEntry } from '../../sessions/session-ids.js';
 import { entitledAccount, entitledChannel, entitlementsOf } from '../../sessions/entitlements.js';
-import { isConnected, SessionError, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../../common/session-provider.js';
+import { isConnected, SessionError, type SessionDevice, type SessionInfo, type SessionOpenAnswer, type SessionProvider, type SessionRole } from '../../../common/session-provider.js';
 import { U64_MAX } from '../../../orders/config.js';
 import { errorResponses, NOT_ENABLED, sendError } from '../errors.js';
 
@@ -61,6 +61,12 @@ export const SessionOpenBody = Type.Object(
         minimum: 0,
         maximum: 1_000_000,
         description: "how long the client's RC responder holds the ACK of a request that did not ask for one (µs; 0 or absent: it never sends one): the gateway's requester then asks for ACKs to the window only (docs/protocol.md, The ACK hold)",
+      }),
+    ),
+    device: Type.Optional(
+      Type.Union([Type.Literal('primary'), Type.Literal('alternate')], {
+        description:
+          "which of the gateway's devices to open on: 'primary' (default) or 'alternate' (backend.alternateDevice, trading and risk). A client fails over with it: a name connected on the other device is closed first (docs/protocol.md §1.11)",
       }),
     ),
     accounts: Type.Optional(
@@ -136,6 +142,10 @@ const SessionOpened = Type.Object(
     mtu: Type.Integer(),
     alternateGid: Type.Union([Type.String(), Type.Null()], { description: "the gateway's alternate path GID when the path is armed (both ends gave one), else null" }),
     ackHoldUs: Type.Integer({ description: "how long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; 0: never sends one)" }),
+    device: Type.Union([Type.Literal('primary'), Type.Literal('alternate')], { description: "the gateway's device the session opened on" }),
+    alternateDeviceGid: Type.Union([Type.String(), Type.Null()], {
+      description: "the GID of the gateway's alternate device (backend.alternateDevice), where a client fails over to; null without one",
+    }),
     regions: Type.Array(Region),
     layout: Type.Optional(looseObject('risk sessions: the risk pages\' layout, as GET /v1/sessions/risk-layout')),
   },
@@ -162,6 +172,8 @@ export interface SessionsExtensionOptions {
 export function sessionsExtension(state: GatewayState, options: SessionsExtensionOptions = {}): ControlExtension {
   const ids = new SessionIds(state.config.state.dir);
   const open = new Map<number, OpenSession>();
+  // Reopens of a session on the other device than its last (failovers, docs/protocol.md §1.11), by id.
+  const failovers = new Map<number, { device: SessionDevice; count: number }>();
   // (token, name) keys between the checks and the provider's answer: a second open of one is a 409.
   const opening = new Map<string, string>();
   const refused = { maxPerToken: 0, maxTotal: 0, maxNamesPerToken: 0 };
@@ -208,6 +220,8 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       openedAt: o?.openedAt ?? null,
       connected: isConnected(s),
       accounts: o?.accounts ?? (s as { accounts?: unknown }).accounts ?? [],
+      device: s.device ?? 'primary',
+      failovers: failovers.get(s.id)?.count ?? 0,
     });
   };
   const listAll = (): SessionInfo[] => state.sessionProviders.flatMap((p) => p.list()).sort((a, b) => a.id - b.id);
@@ -255,6 +269,13 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         return bad(reply, `body/${body.feed !== undefined ? 'feed' : 'channels'}: only for recovery sessions, got it on a ${body.role} session`);
       }
       if (body.role === 'recovery' && body.accounts !== undefined) return bad(reply, 'body/accounts: only for trading and risk sessions, got it on a recovery session');
+      // Before anything is closed for a failover: a device the session cannot open on.
+      if (body.device === 'alternate' && body.role === 'recovery') {
+        return bad(reply, "body/device: recovery sessions run on the gateway's primary device only; leave device out or give \"primary\"");
+      }
+      if (body.device === 'alternate' && state.alternateDevice === undefined) {
+        return bad(reply, 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"');
+      }
 
       const principal = request.principal!;
       const rights = entitlementsOf(state.config.control.tokens.find((t) => t.name === principal.name));
@@ -283,9 +304,14 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       const known = ids.find(principal.name, body.name);
       const over = overLimit(principal.name, known?.id);
       if (over !== undefined) return reply.code(429).send({ error: 'too_many_requests', message: over });
+      const device = body.device ?? 'primary';
       if (known !== undefined) {
         const info = infoOf(known.id);
-        if (info !== undefined && isConnected(info)) {
+        // A failover: the client lost its device and comes on the other, while
+        // the gateway's QP on the one it left may not have noticed yet.
+        if (info !== undefined && isConnected(info) && (info.device ?? 'primary') !== device) {
+          closeSession(known.id, `failed over to the ${device} device`);
+        } else if (info !== undefined && isConnected(info)) {
           return reply.code(409).send({
             error: 'conflict',
             message: `session "${body.name}" (id ${known.id}) is connected already; close it first (DELETE /v1/sessions/${known.id})`,
@@ -309,6 +335,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           mtu: body.mtu,
           ...(body.alternateGid !== undefined ? { alternateGid: body.alternateGid } : {}),
           ...(body.ackHoldUs !== undefined ? { ackHoldUs: body.ackHoldUs } : {}),
+          ...(body.device !== undefined ? { device: body.device } : {}),
           accounts,
           ...(body.feed !== undefined ? { feed: body.feed } : {}),
           channels,
@@ -321,6 +348,8 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       } finally {
         opening.delete(openingKey);
       }
+      const last = failovers.get(entry.id);
+      failovers.set(entry.id, { device, count: (last?.count ?? 0) + (last !== undefined && last.device !== device ? 1 : 0) });
       open.set(entry.id, {
         id: entry.id,
         role: body.role,
@@ -331,7 +360,7 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         answer,
         accounts,
       });
-      log.info({ id: entry.id, role: body.role, name: body.name, token: principal.name, qpn: answer.qpn, peerQpn: body.qpn }, 'session opened');
+      log.info({ id: entry.id, role: body.role, name: body.name, token: principal.name, qpn: answer.qpn, peerQpn: body.qpn, device }, 'session opened');
       return reply.code(201).send(
         jsonSafe({
           id: entry.id,
@@ -345,6 +374,8 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
           mtu: answer.mtu,
           alternateGid: answer.alternateGid,
           ackHoldUs: answer.ackHoldUs ?? 0,
+          device,
+          alternateDeviceGid: answer.alternateDeviceGid ?? null,
           regions: answer.regions,
           ...(answer.layout !== undefined ? { layout: answer.layout } : {}),
         }),
