@@ -222,8 +222,9 @@ async function releaseDevice(state: GatewayState, log: Logger): Promise<void> {
   const alternate = state.alternateDevice;
   state.alternateDevice = undefined;
   if (alternate !== undefined) {
+    const alternateName = alternate.name;
     alternate.close();
-    log.info({ device: alternate.name }, 'alternate device closed');
+    log.info({ device: alternateName }, 'alternate device closed');
   }
 }
 

@@ -70,7 +70,7 @@ test('a trading session survives the loss of its primary link: every order answe
     assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 0, 'no re-arm towards a link that is down');
     // qpgate sessions, as an operator runs it in the gateway's namespace: PATH and MIGRATIONS.
     const table = links.runIn(links.gateway, [process.execPath, QPGATE_BIN, 'sessions', '--url', `http://127.0.0.1:${port}`, '--token', TOKENS.ops]);
-    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+-$`, 'm'), table);
+    assert.match(table, new RegExp(`^\\s*${primary['session']}\\s+trading\\s+apm-desk\\s+RTS\\s.*\\salternate MIGRATED\\s+1\\s+primary\\s+0\\s+-$`, 'm'), table);
 
     // The primary link is back: both ends re-arm (the gateway at its next
     // 10 ms check, the client at its next keepalive), so the loss of the

@@ -29,7 +29,7 @@ export const BackendConfig = Type.Object(
       Type.String({
         format: 'ipv4',
         description:
-          "soft: a second IPv4 address of this host (another link): RC sessions whose client gives one too get an alternate path and migrate to it when the primary fails (docs/protocol.md §1.10); unset: one path. Not for 'ibv' (no automatic path migration)",
+          "soft: a second IPv4 address of this host (another link): RC sessions whose client gives one too get an alternate path and migrate to it when the primary fails (docs/protocol.md §1.10); unset: one path. Not for 'ibv' (no automatic path migration: its second link is backend.alternateDevice)",
       }),
     ),
     alternateDevice: Type.Optional(

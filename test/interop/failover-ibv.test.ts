@@ -1,0 +1,79 @@
+// Application-level failover on ibv (issue 17 item 1; docs/protocol.md §1.11):
+// inside the rdma-vm guest, two links between two pairs of the kernel's rxe
+// devices (veth-a/b, veth-c/d). The gateway serves on rxe_a with rxe_c as
+// backend.alternateDevice; an OrderClient and a RiskClient on rxe_b with
+// rxe_d as their alternate device. Mid-stream the first link drops every
+// packet. rxe has no automatic path migration: the clients' retries run out
+// (IBV_WC_RETRY_EXC_ERR), they open the session on the second link (a new
+// handshake, Hello, the resend by app_seq, the unanswered orders again), and
+// every order is answered exactly once, with no app_seq lost or given twice.
+// The guest side is failover-ibv-guest.sh and failover-orders.ts.
+//
+// Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { guestSkip, runGuestScript } from '../support/rdma-vm.js';
+import { CUT_AFTER, ORDERS, type FailoverRun } from './failover-orders.js';
+
+interface GuestResult {
+  status: { run: number; gw: number };
+  run: FailoverRun | null;
+  runOut: string;
+  runErr: string;
+  sessionsTable: string;
+  gwOut: string;
+}
+
+type SessionView = { name: string; device: string; failovers: number; connected: boolean; state: string };
+
+test('ibv without APM: when the primary link fails mid-stream the order and risk clients fail over to the second device pair, every order answered once, app_seq without gap or repeat', { skip: guestSkip, timeout: 1_200_000 }, () => {
+  const r = runGuestScript(['--veth', '--veth2'], 'test/interop/failover-ibv-guest.sh', 1000)[0] as unknown as GuestResult;
+  const where = `\n--- client:\n${r.runErr}\n${r.runOut}\n--- gateway:\n${r.gwOut}`;
+  assert.equal(r.status.run, 0, where);
+  assert.ok(r.run !== null, where);
+  const run = r.run;
+
+  // Both devices open at the gateway, and the cut link said nothing to rxe's ports.
+  assert.match(r.gwOut, /"alternate device open"/, where);
+
+  // Every order settled exactly once, and acknowledged: the failover resent
+  // the unanswered ones and the gateway acted on each once.
+  const ids = run.answers.map((a) => a.id);
+  assert.equal(ids.length, ORDERS, where);
+  assert.equal(new Set(ids).size, ORDERS, `an order settled twice${where}`);
+  assert.deepEqual(run.answers.filter((a) => a.kind !== 'ack'), [], where);
+
+  // One failover, to the alternate device, after the retries ran out on the cut link.
+  assert.equal(run.stats['failovers'], 1, where);
+  assert.equal(run.failovers.length, 1, where);
+  assert.equal(run.failovers[0]!.device, 'alternate');
+  assert.match(run.failovers[0]!.reason, /IBV_WC_RETRY_EXC_ERR/);
+  assert.equal(run.activeDevice, 'alternate');
+  assert.ok(run.stats['resent']! >= 0);
+
+  // Sequenced messages in app_seq order, each once (duplicates of the resend are dropped), none missing.
+  const seqs = run.appSeqs.map(BigInt);
+  for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1]! + 1n, `app_seq ${seqs[i - 1]} then ${seqs[i]}${where}`);
+  assert.equal(run.gaps, 0, where);
+  // Each order's ack plus its fills and cancels are every message of the session.
+  assert.equal(BigInt(seqs.length), BigInt(ORDERS + run.fills + run.cancels), where);
+  assert.ok(run.fills > 0, `the crossing pairs traded${where}`);
+
+  // The risk client, idle, found the link gone by its keepalive and moved too; it reads its words there.
+  assert.equal(run.risk.activeDevice, 'alternate', where);
+  assert.equal(run.risk.failovers, 1, where);
+  assert.ok(BigInt(run.risk.creditLimit) > 0n, where);
+
+  // The gateway shows both sessions on its alternate device, one failover each.
+  const sessions = (run.sessions as { sessions: SessionView[] }).sessions;
+  for (const name of ['failover-orders', 'failover-risk']) {
+    const s = sessions.find((x) => x.name === name);
+    assert.ok(s !== undefined, `${name} in /v1/sessions${where}`);
+    assert.equal(s.device, 'alternate', name);
+    assert.equal(s.failovers, 1, name);
+    assert.equal(s.state, 'RTS', name);
+  }
+  process.stdout.write(`# failover: ${run.failovers[0]!.ms.toFixed(0)} ms from the loss to the session open again (risk: ${run.risk.failoverEvents.map((f) => f.ms.toFixed(0)).join(', ')} ms), cut after ${CUT_AFTER} answers, ${run.stats['resent']} orders resent\n`);
+  assert.equal(r.status.gw, 0, where);
+});
