@@ -17,6 +17,9 @@
 //              Node TCP gateway + client and a bare Node TCP echo (bench/orders/api.ts)
 //   failover   a trading session's failover to its alternate path when the primary
 //              link goes down: p50/p99 over 20 runs (bench/orders/failover.ts; root)
+//   failover-ibv  the same on the kernel's rxe, which has no APM: the client fails
+//              over to a second device pair (bench/orders/failover-ibv.ts; the
+//              rdma-vm guest)
 //   slo        the embedded default as `npm start` runs it, judged by its own
 //              tick-publish-p99 objective, with a parked engine lent to the JS
 //              thread and always woken (bench/gateway/default-slo.ts; 3 x 75 s, --quick 6 s)
@@ -24,7 +27,7 @@
 //              spinner per CPU (bench/machine/bench_vcpu_gaps.cc; 20 s, --quick 1 s):
 //              read it before trusting a p99 measured with every CPU busy
 //
-//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api|failover|slo|machine]
+//   npm run bench [-- --quick] [-- --only icrc|ring|transport|rdma|feed|orders|api|failover|failover-ibv|slo|machine]
 // --quick shortens every benchmark to a smoke run (the test suite uses it).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +41,7 @@ const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
 const known = new Set(['--quick', '--only', only]);
 for (const a of args) {
   if (!known.has(a)) {
-    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders|api|failover|slo|machine\n`);
+    process.stderr.write(`bench: unknown argument ${a}; expected --quick, --only icrc|ring|transport|rdma|feed|orders|api|failover|failover-ibv|slo|machine\n`);
     process.exit(2);
   }
 }
@@ -128,6 +131,12 @@ if (!only || only === 'api') {
 if (!only || only === 'failover') {
   step('failover: a trading session moves to its alternate path when the primary link goes down', process.execPath, [
     path.join(root, 'dist/bench/orders/failover.js'),
+    ...(quick ? ['--quick'] : []),
+  ]);
+}
+if (!only || only === 'failover-ibv') {
+  step('failover-ibv: on rxe (no APM) a trading session fails over to a second device pair when its link is cut', process.execPath, [
+    path.join(root, 'dist/bench/orders/failover-ibv.js'),
     ...(quick ? ['--quick'] : []),
   ]);
 }

@@ -55,7 +55,7 @@ export const ORDERS_LIMITS = {
     "minimum": 0,
     "maximum": 7,
     "default": 7,
-    "description": "retransmissions before a session whose client stopped answering ends with IBV_WC_RETRY_EXC_ERR (on an armed alternate path: migrates)"
+    "description": "retransmissions before a session whose client stopped answering ends with IBV_WC_RETRY_EXC_ERR (on an armed alternate path: migrates); at most 6 on rxe and other software RDMA devices, which would retry for ever at 7"
   },
   "orderCapacity": {
     "minimum": 16,

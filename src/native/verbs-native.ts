@@ -58,6 +58,7 @@ export interface NativeDevice {
   readonly name: string;
   readonly backend: Backend;
   readonly index: number;
+  readonly maxRetryCnt: number;
   readonly gid: string;
   readonly gidIndex: number;
   readonly gidReport: string | null;

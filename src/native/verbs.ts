@@ -111,6 +111,14 @@ export class Device {
   get index(): number {
     return this.#native.index;
   }
+  /**
+   * The largest QP retryCnt this device counts down: 7, or 6 on a software
+   * RDMA device (rxe reads 7 as retry forever, so a session on a dead link
+   * would never end). RC sessions ask for at most this many.
+   */
+  get maxRetryCnt(): number {
+    return this.#native.maxRetryCnt;
+  }
   /** The source GID: '::ffff:a.b.c.d' (soft: index 0; ibv: the chosen entry). */
   get gid(): string {
     return this.#native.gid;

@@ -54,7 +54,8 @@ export interface EndpointOptions {
    * The QP's local ACK timeout (IBA code 1..31: 4.096 µs × 2^n; default 14 ≈
    * 67 ms) and retransmissions before the session ends (0..7, default 7): a
    * gateway silent for (retryCnt + 1) × the timeout ends it (IBV_WC_RETRY_EXC_ERR),
-   * as the gateway's own orders.sessions.ackTimeout / retryCnt do.
+   * as the gateway's own orders.sessions.ackTimeout / retryCnt do. At most the
+   * device's maxRetryCnt is used: 6 on rxe, which reads 7 as retry forever.
    */
   ackTimeout?: number;
   retryCnt?: number;

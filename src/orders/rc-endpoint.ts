@@ -479,7 +479,9 @@ export class RcEndpoint {
     // (native/src/verbs/rc_connect.cc): the QP migrates when the primary path's retries run out.
     const alt = this.#alternatePath(answer);
     const timeout = this.options.ackTimeout ?? ACK_TIMEOUT;
-    qp.modify({ state: 'RTS', sqPsn: psn, timeout, retryCnt: this.options.retryCnt ?? RETRY_CNT, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
+    // retryCnt at most the device's maxRetryCnt: rxe would retry for ever at 7.
+    const retryCnt = Math.min(this.options.retryCnt ?? RETRY_CNT, this.device.maxRetryCnt);
+    qp.modify({ state: 'RTS', sqPsn: psn, timeout, retryCnt, rnrRetry: 7, maxRdAtomic: shape.maxRdAtomic, ...alt });
     // The gateway acknowledges what did not ask within its hold, far inside our ACK timeout: ask for
     // ACKs to the window only, so an order's round trip carries its two SENDs and no ACK
     // (native/src/verbs/rc_connect.cc peer_holds_acks, the gateway's side of the same rule).

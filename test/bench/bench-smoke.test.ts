@@ -84,6 +84,8 @@ test('the benchmark runner smoke-runs every benchmark and prints its tables', ()
   assert.match(r.stdout, /^OrderClient p50 \/ bare Node TCP echo p50\s+[\d.]+\s+<= 1\.0\s+(PASS|MISS)$/m);
   // failover: the session's time to its first Ack on the alternate path (root only: it makes namespaces)
   assert.match(r.stdout, /^(apm\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$|failover: skipped: needs root)/m);
+  // failover-ibv: the same on rxe in the rdma-vm guest, where the client fails over to its second device pair
+  assert.match(r.stdout, /^(ibv\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$|failover-ibv: skipped: no qemu)/m);
   // slo: the embedded default (npm start) against its tick-publish objective, lent and woken
   assert.match(r.stdout, /^The embedded default \(npm start\): tick_publish/m);
   for (const engine of ['lend', 'wake']) assert.match(r.stdout, new RegExp(`^${engine}\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+\\s`, 'm'));

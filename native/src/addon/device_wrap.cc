@@ -24,7 +24,7 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
     return DefineClass(
         env, "Device",
         {InstanceAccessor<&DeviceWrap::Name>("name"), InstanceAccessor<&DeviceWrap::Backend>("backend"),
-         InstanceAccessor<&DeviceWrap::Index>("index"),
+         InstanceAccessor<&DeviceWrap::Index>("index"), InstanceAccessor<&DeviceWrap::MaxRetryCnt>("maxRetryCnt"),
          InstanceAccessor<&DeviceWrap::Gid>("gid"), InstanceAccessor<&DeviceWrap::GidIndex>("gidIndex"),
          InstanceAccessor<&DeviceWrap::GidReport>("gidReport"), InstanceAccessor<&DeviceWrap::Port>("port"),
          InstanceAccessor<&DeviceWrap::Address>("address"), InstanceAccessor<&DeviceWrap::AlternateGid>("alternateGid"),
@@ -76,6 +76,9 @@ class DeviceWrap : public VerbsWrap<DeviceWrap, verbs::Device> {
   }
   Napi::Value Name(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).name())); }
   Napi::Value Index(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), dev(info.Env()).index()); }
+  Napi::Value MaxRetryCnt(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), dev(info.Env()).max_retry_cnt());
+  }
   Napi::Value Backend(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), std::string(dev(info.Env()).backend())); }
   // Its RC responder's ACK hold (verbs::Device::ack_hold_ns), for the handshake's ackHoldUs.
   Napi::Value AckHoldUs(const Napi::CallbackInfo& info) {

@@ -186,6 +186,12 @@ class Device {
   // How long this device's RC responder holds the ACK of a request that did
   // not ask for one (types.h AckRequests); 0: it never sends one, as rxe.
   virtual std::int64_t ack_hold_ns() const { return 0; }
+  // The largest QP retry_cnt this device counts down. The IBA's 0..7 are all
+  // counts, but rxe reads 7 as "retry forever" (the kernel's
+  // drivers/infiniband/sw/rxe/rxe_comp.c skips the decrement at 7), so a
+  // session on a dead link would never end: RC sessions ask such a device
+  // for at most this many (verbs::RcChannel::connect, the TS clients).
+  virtual std::uint8_t max_retry_cnt() const { return 7; }
 
   virtual Result<DeviceAttr> query_device() const = 0;
   virtual Result<PortAttr> query_port(std::uint8_t port_num) const = 0;

@@ -64,7 +64,10 @@ RcChannel::~RcChannel() {
   qp_.reset();  // before the CQ and the memory its WQEs point at
 }
 
-Status RcChannel::connect(const RcParams& local, const RcPeer& peer) {
+Status RcChannel::connect(const RcParams& asked, const RcPeer& peer) {
+  RcParams local = asked;
+  // A retry count the device counts down: past its max_retry_cnt it would retry forever.
+  local.retry_cnt = std::min(local.retry_cnt, device_->max_retry_cnt());
   if (Status s = connect_rc(*qp_, local, peer); !s.ok()) return s;
   local_ = local;
   peer_ = peer;

@@ -66,6 +66,7 @@ class RcChannel {
 
   // RESET → RTS towards `peer`, then posts the receive slots (those it
   // could not post stay released: see held_receives()).
+  // retry_cnt at most the device's max_retry_cnt (rxe reads 7 as retry forever).
   Status connect(const RcParams& local, const RcPeer& peer);
   // The path the QP runs on (rc_path.h), towards the peer connect() was given.
   RcPathInfo path() const { return rc_path_info(*qp_, peer_, armed_); }

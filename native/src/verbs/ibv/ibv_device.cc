@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "verbs/ibv/ibv_internal.h"
@@ -31,6 +32,18 @@ DeviceShared::~DeviceShared() {
 }
 
 namespace {
+
+// rxe's vendor id (the kernel's rxe_param.h RXE_VENDOR_ID); earlier kernels gave 0.
+constexpr std::uint32_t kRxeVendorId = 0xFFFFFF;
+
+// A device the kernel runs in software (rxe, siw): it has no bus device in
+// sysfs. rxe reads QP retry_cnt 7 as "retry forever" (rxe_comp.c), and what
+// siw does with it is not promised either.
+bool software_device(const DeviceShared& d) {
+  std::error_code ec;
+  return d.device_attr.vendor_id == kRxeVendorId ||
+         !std::filesystem::exists("/sys/class/infiniband/" + d.name + "/device", ec);
+}
 
 // ---------------------------------------------------------------- the bound interface
 struct Interface {
@@ -183,10 +196,12 @@ PortAttr to_port_attr(const ibv_port_attr& a) {
 // ---------------------------------------------------------------- the device
 class IbvDeviceImpl final : public IbvDevice {
  public:
-  explicit IbvDeviceImpl(std::shared_ptr<DeviceShared> d) : d_(std::move(d)) {}
+  explicit IbvDeviceImpl(std::shared_ptr<DeviceShared> d) : d_(std::move(d)), software_(software_device(*d_)) {}
 
   std::string_view name() const override { return d_->name; }
   std::string_view backend() const override { return "ibv"; }
+  // A software device may retry for ever at 7 (software_device).
+  std::uint8_t max_retry_cnt() const override { return software_ ? 6 : 7; }
   std::uint32_t index() const override {
     const int i = ibv_get_device_index(d_->ctx->device);
     return i < 0 ? 0 : static_cast<std::uint32_t>(i);
@@ -275,6 +290,7 @@ class IbvDeviceImpl final : public IbvDevice {
 
  private:
   std::shared_ptr<DeviceShared> d_;
+  bool software_;  // software_device: a retry_cnt of 7 may mean for ever
 };
 
 }  // namespace
