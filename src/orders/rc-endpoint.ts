@@ -48,7 +48,6 @@ import {
   SendWrWord,
   WC_WORDS,
 } from '../native/verbs.js';
-
 import { closeSession, openSession, type SessionAnswer } from './session-handshake.js';
 
 export type { EndpointOptions } from './endpoint-options.js';

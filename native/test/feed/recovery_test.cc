@@ -616,7 +616,14 @@ TEST(FeedRecovery, WithoutRecoveryAFullDeliveryRingIsReportedAsGapsInOrder) {
   ASSERT_GT(rig.sub->stats()->ring_full_drops.get(), 0u);
   rig.app_reads = true;
   rig.run_until([&] { return rig.counters().expected.get() == 501; });
-  rig.settle(5);  // owed records are written once there is room
+  // Owed records (the second session's FEED_SESSION among them) are written
+  // once there is room: wait for them, not for a time a loaded host may not
+  // give the rig a single step in.
+  const auto session_records = [&] {
+    return std::count_if(rig.got.log.begin(), rig.got.log.end(), [](const Delivery& d) { return d.kind == Delivery::kSession; });
+  };
+  rig.run_until([&] { return session_records() == 2; });
+  rig.settle(5);  // and nothing after them
 
   // Session 1 covers 1..1000 and session 2 covers 1..500 (its end-of-session may add none), each without a hole.
   std::vector<std::uint32_t> sessions;

@@ -307,18 +307,20 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       const device = body.device ?? 'primary';
       if (known !== undefined) {
         const info = infoOf(known.id);
-        // A failover: the client lost its device and comes on the other, while
-        // the gateway's QP on the one it left may not have noticed yet.
-        if (info !== undefined && isConnected(info) && (info.device ?? 'primary') !== device) {
+        if (info !== undefined && isConnected(info)) {
+          if ((info.device ?? 'primary') === device) {
+            return reply.code(409).send({
+              error: 'conflict',
+              message: `session "${body.name}" (id ${known.id}) is connected already; close it first (DELETE /v1/sessions/${known.id})`,
+            });
+          }
+          // A failover: the client lost its device and comes on the other, while
+          // the gateway's QP on the one it left may not have noticed yet.
           closeSession(known.id, `failed over to the ${device} device`);
-        } else if (info !== undefined && isConnected(info)) {
-          return reply.code(409).send({
-            error: 'conflict',
-            message: `session "${body.name}" (id ${known.id}) is connected already; close it first (DELETE /v1/sessions/${known.id})`,
-          });
+        } else if (info !== undefined) {
+          // A session whose QP left RTS (the client went away): free it before reopening the name.
+          closeSession(known.id, 'reopened');
         }
-        // A session whose QP left RTS (the client went away): free it before reopening the name.
-        if (info !== undefined) closeSession(known.id, 'reopened');
       }
       opening.set(openingKey, principal.name);
       let entry: SessionIdEntry;
