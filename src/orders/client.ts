@@ -63,7 +63,8 @@ import {
   type SequencedMessage,
   type Welcome,
 } from './messages.js';
-import { RcEndpoint, SEND_WR_ID_HIGH, type EndpointDevice, type SessionAnswer } from './rc-endpoint.js';
+import { RcEndpoint, SEND_WR_ID_HIGH, type SessionAnswer } from './rc-endpoint.js';
+import type { SessionDevice } from '../common/session-provider.js';
 import type { CancelAnswer, NewOrderAnswer, OrderClientOptions, OrderClientStats, ReplaceAnswer } from './client-options.js';
 
 export type { CancelAnswer, NewOrderAnswer, OrderClientOptions, OrderClientStats, ReplaceAnswer } from './client-options.js';
@@ -175,7 +176,7 @@ export class OrderClient extends EventEmitter {
     return this.#ep.device;
   }
   /** Which of its devices the client is on: 'primary' (options.device) or 'alternate' (after a failover). */
-  get activeDevice(): EndpointDevice {
+  get activeDevice(): SessionDevice {
     return this.#ep.activeDevice;
   }
   stats(): OrderClientStats {

@@ -3,6 +3,7 @@
 // polling thread (decode, checks, risk, journal, ack, book, fills).
 import { loadAddon, type NativeEngine } from '../native/addon.js';
 import type { NativeDevice } from '../feed/native.js';
+import type { SessionDevice } from '../common/session-provider.js';
 import type { NativeOrderServiceConfig } from './config.js';
 import type { RcPathInfo } from '../native/verbs.js';
 import type { OrderHandlerCounterValues, OrderMarketDataCounterValues, OrderServiceCounterValues } from '../declared/order-counters.js';
@@ -20,13 +21,10 @@ export interface NativeRemotePeer {
   ackHoldUs?: number;
 }
 
-/** Which of the service's devices: the one it was created on, or its alternate (createService's 4th argument). */
-export type NativeServiceDevice = 'primary' | 'alternate';
-
 export interface NativeOpenSession {
   session: number;
   /** Default 'primary'; 'alternate' needs a service created with an alternate device. */
-  device?: NativeServiceDevice;
+  device?: SessionDevice;
   role: OrderSessionRole;
   accounts: bigint[];
   throttle?: { ordersPerSecond: number; burst: number };
@@ -50,7 +48,7 @@ export interface NativeSessionAnswer extends NativeRemotePeer {
 
 export interface NativeOrderSessionInfo extends RcPathInfo {
   session: number;
-  device: NativeServiceDevice;
+  device: SessionDevice;
   role: OrderSessionRole;
   qpn: number;
   state: string;
@@ -123,7 +121,7 @@ export interface NativeOrderService {
   openSession(options: NativeOpenSession): NativeSessionAnswer;
   closeSession(session: number): boolean;
   /** An async event on a session's QP (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) loses that session; true if it did. */
-  onAsyncEvent(event: { type: string; elementId: number }, device?: NativeServiceDevice): boolean;
+  onAsyncEvent(event: { type: string; elementId: number }, device?: SessionDevice): boolean;
   sessions(): NativeOrderSessionInfo[];
   stats(): NativeOrderStats;
   /** HdrHistogram counters (ns), the layout of LatencyCounts. */

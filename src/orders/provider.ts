@@ -46,9 +46,6 @@ export class OrderSessionProvider implements SessionProvider {
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'EEXIST') throw new SessionError(409, `session "${req.name}" (id ${req.id}) is connected already`);
-      if (code === 'EINVAL' && req.device === 'alternate' && this.#service.alternateDeviceGid === null) {
-        throw new SessionError(400, 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"');
-      }
       if (code === 'EINVAL') throw new SessionError(400, `body: ${(err as Error).message}`);
       throw err;
     }

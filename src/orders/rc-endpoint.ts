@@ -49,6 +49,7 @@ import {
   WC_WORDS,
 } from '../native/verbs.js';
 import { closeSession, openSession, type SessionAnswer } from './session-handshake.js';
+import type { SessionDevice } from '../common/session-provider.js';
 
 export type { EndpointOptions } from './endpoint-options.js';
 export { HandshakeError, type RiskLayout, type SessionAnswer, type SessionRegion } from './session-handshake.js';
@@ -91,9 +92,6 @@ interface EndpointSide {
   readonly cq: CompletionQueue;
   readonly mr: MemoryRegion;
 }
-
-/** 'primary' (options.device) or 'alternate' (options.alternateDevice); the gateway's devices are named the same way. */
-export type EndpointDevice = 'primary' | 'alternate';
 
 export class RcEndpoint {
   readonly engine: Engine;
@@ -176,8 +174,8 @@ export class RcEndpoint {
   get hasAlternateDevice(): boolean {
     return this.#sides.length > 1;
   }
-  /** Which of our devices is in use. */
-  get activeDevice(): EndpointDevice {
+  /** Which of our devices is in use: 'primary' (options.device) or 'alternate' (options.alternateDevice), named as the gateway's. */
+  get activeDevice(): SessionDevice {
     return this.#active === 0 ? 'primary' : 'alternate';
   }
 

@@ -21,7 +21,8 @@
 // later operations at once, and reconnect() makes a new QP for the session.
 import { EventEmitter } from 'node:events';
 import { WC_STATUS_NAMES, WC_WORDS, WcWord, type WrOpcode } from '../native/verbs.js';
-import { RcEndpoint, type EndpointDevice, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
+import { RcEndpoint, type EndpointOptions, type SessionRegion } from './rc-endpoint.js';
+import type { SessionDevice } from '../common/session-provider.js';
 
 /**
  * The words of the risk pages, by name → page, the layout's name and whether
@@ -152,7 +153,7 @@ export class RiskClient extends EventEmitter {
   }
 
   /** Which of its devices the client is on: 'primary' (options.device) or 'alternate' (after a failover). */
-  get activeDevice(): EndpointDevice {
+  get activeDevice(): SessionDevice {
     return this.#ep.activeDevice;
   }
 

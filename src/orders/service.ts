@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { RecordType, type Engine } from '../native/engine.js';
 import type { Device } from '../native/verbs.js';
+import type { SessionDevice } from '../common/session-provider.js';
 import { nativeDeviceOf } from '../feed/native.js';
 import type { FeedsConfig } from '../feed/config.js';
 import type { FeedPublisher } from '../feed/publisher.js';
@@ -27,7 +28,6 @@ import {
   type NativeOrderStats,
   type NativeRiskLayout,
   type NativeRiskWords,
-  type NativeServiceDevice,
   type NativeSessionAnswer,
 } from './native.js';
 
@@ -101,7 +101,7 @@ export class OrderService {
   }
 
   /** The QP of a session went fatal: lose it (cancel-on-disconnect), its endedBy the event's name. */
-  onAsyncEvent(event: { type: string; elementId: number }, device: NativeServiceDevice = 'primary'): boolean {
+  onAsyncEvent(event: { type: string; elementId: number }, device: SessionDevice = 'primary'): boolean {
     return this.#native?.onAsyncEvent(event, device) ?? false;
   }
 

@@ -5,6 +5,7 @@
 // (controlFetch), never retried over http.
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 import type { PathMtu } from '../native/verbs.js';
+import type { SessionDevice } from '../common/session-provider.js';
 
 /** Where the control plane is and who we are to it (the endpoint's options). */
 export interface ControlPlaneAccess {
@@ -27,7 +28,7 @@ export interface SessionOpenBody {
   mtu: PathMtu;
   alternateGid?: string;
   ackHoldUs?: number;
-  device?: 'primary' | 'alternate';
+  device?: SessionDevice;
   accounts: string[];
 }
 
@@ -55,7 +56,7 @@ export interface SessionAnswer {
   /** How long the gateway's RC responder holds the ACK of a request that did not ask for one (µs; 0: never). */
   ackHoldUs: number;
   /** The gateway's device the session opened on. */
-  device: 'primary' | 'alternate';
+  device: SessionDevice;
   /** The GID of the gateway's alternate device (backend.alternateDevice), null without one. */
   alternateDeviceGid: string | null;
   regions: SessionRegion[];
@@ -92,7 +93,7 @@ interface SessionOpenedJson {
   mtu: PathMtu;
   alternateGid?: string | null;
   ackHoldUs?: number;
-  device?: 'primary' | 'alternate';
+  device?: SessionDevice;
   alternateDeviceGid?: string | null;
   regions: Array<{ name: string; account?: string; addr: string; length: number; rkey: number; access: string[] }>;
   layout?: RiskLayout;

@@ -12,7 +12,7 @@ import { loadAddon } from '../../native/addon.js';
 import { RecordType, type Engine } from '../../native/engine.js';
 import type { Device } from '../../native/verbs.js';
 import type { Logger } from '../log.js';
-import type { SessionProvider } from '../../common/session-provider.js';
+import type { SessionDevice, SessionProvider } from '../../common/session-provider.js';
 
 const ELEMENTS = ['DEVICE', 'PORT', 'QP', 'CQ', 'SRQ'] as const;
 
@@ -67,7 +67,7 @@ export function watchDeviceEvents(engine: Engine, devices: GatewayDevices, provi
   });
 }
 
-function endSessionOn(qpn: number, device: 'primary' | 'alternate', event: string, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
+function endSessionOn(qpn: number, device: SessionDevice, event: string, providers: readonly SessionProvider[]): { session: number; role: string; name: string } | undefined {
   for (const p of providers) {
     const s = p.list().find((x) => x.qpn === qpn && (x.device ?? 'primary') === device);
     if (s !== undefined && (p.end !== undefined ? p.end(s.id, event) : p.close(s.id))) return { session: s.id, role: s.role, name: s.name };
