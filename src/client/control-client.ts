@@ -33,7 +33,7 @@ export interface ClientDeviceFlags {
   address: string;
   /** --alternate-address (order, risk, subscribe): a second address of our soft device. */
   alternateAddress?: string;
-  /** --alternate-device (order, risk): a second ibv device to fail over to. */
+  /** --alternate-device (order, risk, subscribe, record): a second ibv device to fail over to. */
   alternateDevice?: string;
   receiveMode?: 'plain-udp' | 'af-packet';
 }
@@ -96,6 +96,12 @@ export function alternateDeviceOption(): Option {
     '--alternate-device <name>',
     "ibv: a second RDMA device of ours on another link: with a gateway that has backend.alternateDevice, the session fails over to it when the gateway stops answering (a new handshake there, the resend by app_seq)",
   );
+}
+
+/** --alternate-device as the clients' alternateDevice option (application-level failover), none without it. */
+export function withAlternateDevice(flags: ClientDeviceFlags): { alternateDevice?: OpenIbvDeviceOptions } {
+  const alternate = clientAlternateDevice(flags);
+  return alternate === undefined ? {} : { alternateDevice: alternate };
 }
 
 /** OrderClient/RiskClient's alternateDevice for --alternate-device, at the same port and GID rule as --device. */

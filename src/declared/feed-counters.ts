@@ -576,6 +576,14 @@ export const FEED_RECOVERY_CLIENT_COUNTERS = [
     "label": ""
   },
   {
+    "name": "retry_exceeded",
+    "js": "retryExceeded",
+    "kind": "kCount",
+    "help": "errors that were IBV_WC_RETRY_EXC_ERR: the link or the gateway is gone",
+    "family": "",
+    "label": ""
+  },
+  {
     "name": "path_rearms",
     "js": "pathRearms",
     "kind": "kCount",

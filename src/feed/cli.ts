@@ -14,6 +14,7 @@ import { basename, dirname, resolve } from 'node:path';
 import {
   addClientDeviceOptions,
   alternateAddressOption,
+  alternateDeviceOption,
   ClientDeviceError,
   ClientError,
   clientDevice,
@@ -24,6 +25,7 @@ import {
   receiveModeOption,
   resolveTls,
   resolveToken,
+  withAlternateDevice,
   type ClientDeviceFlags,
   type ClientOptions,
 } from '../client/control-client.js';
@@ -132,6 +134,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
     return await subscribe({
       engineOptions: {},
       device,
+      ...withAlternateDevice(flags),
       channels,
       onMessage,
       onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
@@ -184,6 +187,7 @@ function feedCommand(program: Command, name: string, description: string): Comma
     .option('--channel <id>', 'a channel to join (repeatable; default: every channel of the feed)', (v: string, p: string[]) => [...p, v], [] as string[])
     .option('--address <ipv4>', 'the IPv4 address of our own soft device (a local address, not the gateway\'s)', '127.0.0.3')
     .addOption(alternateAddressOption())
+    .addOption(alternateDeviceOption())
     .addOption(receiveModeOption())
     .option('--count <n>', 'stop after n messages')
     .option('--seconds <s>', 'stop after s seconds (a decimal number)')

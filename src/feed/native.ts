@@ -11,6 +11,7 @@ import type {
   FeedSubscriberCounterValues,
 } from '../declared/feed-counters.js';
 import type { Engine } from '../native/engine.js';
+import type { SessionDevice } from '../common/session-provider.js';
 import { Device, kNativeDevice, openNativeDevice, type OpenDeviceOptions, type OpenIbvDeviceOptions, type QpAttr, type RcPathInfo } from '../native/verbs.js';
 
 /** The publisher's declared counters (native/src/feed/feed_counters.def), then its channels'. */
@@ -62,6 +63,8 @@ export interface RecoveryLimits {
 export interface NativeRecoverySession extends RcPathInfo, FeedRecoverySessionCounterValues {
   session: number;
   publisher: number;
+  /** The gateway's device the session runs on: 'alternate' after a subscriber failed over (docs/protocol.md §1.11). */
+  device: SessionDevice;
   qpn: number;
   state: string;
   channels: number[];
@@ -82,7 +85,16 @@ export interface NativeFeedPublisher {
   setLineMask(mask: number): void;
   /** The publisher's UD QP (query() attributes, qpNum, soft transport counters); throws once closed. */
   qp(): PublisherQpReport;
-  openRecoverySession(options: { session: number; channels: number[]; remote: RcEndpointInfo; limits?: RecoveryLimits }): RcEndpointInfo & { regions: never[] };
+  /** Line B's UD QP on the alternate device; null without one. */
+  qp(device: SessionDevice): PublisherQpReport | null;
+  /** device 'alternate': on the publisher's alternate device (throws without one). */
+  openRecoverySession(options: {
+    session: number;
+    channels: number[];
+    remote: RcEndpointInfo;
+    limits?: RecoveryLimits;
+    device?: SessionDevice;
+  }): RcEndpointInfo & { regions: never[] };
   closeRecoverySession(session: number): boolean;
   recoverySessions(): NativeRecoverySession[];
   close(): void;
@@ -92,13 +104,18 @@ export type PublisherQpReport = QpAttr & { readonly counters: Readonly<Record<st
 
 export interface NativeFeedSubscriber {
   readonly id: number;
+  /** Created with an alternate device (line B on it; renewRecovery('alternate') possible). */
+  readonly hasAlternateDevice: boolean;
   stats(): NativeSubscriberStats;
   latencyCounts(channelIndex?: number): Float64Array;
   /** Our side of the recovery connection (null without config.recovery). */
   recoveryLocal(): RcEndpointInfo | null;
   connectRecovery(gateway: RcEndpointInfo): void;
-  /** A new recovery QP in place of the old one (after the gateway restarted, or the QP failed): our new side, to connect with connectRecovery. */
-  renewRecovery(): RcEndpointInfo;
+  /**
+   * A new recovery QP in place of the old one (after the gateway restarted, or the QP failed): our new side, to
+   * connect with connectRecovery. On the alternate device with 'alternate' (throws without one).
+   */
+  renewRecovery(device?: SessionDevice): RcEndpointInfo;
   /** The path the recovery connection runs on; null without one or before it is connected. */
   recoveryPath(): RcPathInfo | null;
   /** The application's queue, reported to the gateway over the recovery connection. */
@@ -110,8 +127,10 @@ export interface NativeFeedSubscriber {
 export type NativeDevice = object;
 
 interface NativeFeed {
-  createPublisher(engine: NativeEngine, device: NativeDevice, config: Record<string, unknown>): NativeFeedPublisher;
-  createSubscriber(engine: NativeEngine, device: NativeDevice, config: Record<string, unknown>): NativeFeedSubscriber;
+  /** alternateDevice: line B leaves from it, and recovery sessions may open on it. */
+  createPublisher(engine: NativeEngine, device: NativeDevice, config: Record<string, unknown>, alternateDevice?: NativeDevice): NativeFeedPublisher;
+  /** alternateDevice: line B is received on it, and the recovery connection may move to it. */
+  createSubscriber(engine: NativeEngine, device: NativeDevice, config: Record<string, unknown>, alternateDevice?: NativeDevice): NativeFeedSubscriber;
 }
 
 interface NativeVerbsForFeed {

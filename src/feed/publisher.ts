@@ -12,6 +12,7 @@
 //     instruments: { 1: 1, 2: 1 },
 //   });
 //   pub.publish(1, [{ type: MessageType.MESSAGE_TYPE_QUOTE, value: { instrumentId: 1, bidPrice: 100 } }]);
+import type { SessionDevice } from '../common/session-provider.js';
 import type { FeedChannelCounterValues, FeedPublisherCounterValues } from '../declared/feed-counters.js';
 import { RecordType, type Engine } from '../native/engine.js';
 import { DEFAULT_FRAME_BYTES, FRAME_HEADER_BYTES, MESSAGE_HEADER_BYTES, MAX_FRAME_BYTES, type MessageInput } from './frame.js';
@@ -57,6 +58,12 @@ export interface PublisherOptions {
   readonly sendSlots?: number;
   /** Multicast TTL (default 8). */
   readonly hopLimit?: number;
+  /**
+   * A second device on another link (an ibv gateway's backend.alternateDevice): line B leaves from it, and recovery
+   * sessions may open on it, so a subscriber with a device on each link keeps a line and its recovery session when
+   * either link fails (docs/protocol.md §1.11). A channel without groupB is then on the first link only.
+   */
+  readonly alternateDevice?: FeedDevice;
 }
 
 /** Either an encoded message (header fields + protobuf body) or a message to encode. */
@@ -222,6 +229,11 @@ export class FeedPublisher {
     return this.#native.qp();
   }
 
+  /** Line B's UD QP on the alternate device (PublisherOptions.alternateDevice); null without one. Throws once closed. */
+  alternateQp(): PublisherQpReport | null {
+    return this.#native.qp('alternate');
+  }
+
   /** Raw latency histogram counters (HdrHistogram layout, ns). */
   latencyCounts(): Float64Array {
     return this.#native.latencyCounts();
@@ -233,7 +245,14 @@ export class FeedPublisher {
    * the gateway's side for the handshake answer. Throws for a session id
    * already open (EEXIST) or bad limits.
    */
-  openRecoverySession(options: { session: number; channels: readonly number[]; remote: RcEndpointInfo; limits?: RecoveryLimits }): RcEndpointInfo {
+  openRecoverySession(options: {
+    session: number;
+    channels: readonly number[];
+    remote: RcEndpointInfo;
+    limits?: RecoveryLimits;
+    /** 'alternate': on the alternate device (a subscriber failing over); throws without one. */
+    device?: SessionDevice;
+  }): RcEndpointInfo {
     const a = this.#native.openRecoverySession({ ...options, channels: [...options.channels] });
     // alternateGid with the rest: without it the subscriber's end is never armed and only the gateway's could migrate.
     return { qpn: a.qpn, psn: a.psn, gid: a.gid, mtu: a.mtu, alternateGid: a.alternateGid ?? null };
@@ -320,10 +339,15 @@ export function createPublisher(engine: Engine, device: FeedDevice, options: Pub
   for (const c of options.channels) {
     if ((c.frameSize ?? DEFAULT_FRAME_BYTES) > MAX_FRAME_BYTES) throw new RangeError(`qpgate feed: channel ${c.id}: frameSize above ${MAX_FRAME_BYTES}`);
   }
-  const native = nativeFeed().createPublisher(engine.native, nativeDeviceOf(device), {
-    channels: options.channels.map((c) => ({ ...c, ring: c.ring === undefined ? undefined : { ...c.ring } })),
-    sendSlots: options.sendSlots,
-    hopLimit: options.hopLimit,
-  });
+  const native = nativeFeed().createPublisher(
+    engine.native,
+    nativeDeviceOf(device),
+    {
+      channels: options.channels.map((c) => ({ ...c, ring: c.ring === undefined ? undefined : { ...c.ring } })),
+      sendSlots: options.sendSlots,
+      hopLimit: options.hopLimit,
+    },
+    options.alternateDevice === undefined ? undefined : nativeDeviceOf(options.alternateDevice),
+  );
   return new FeedPublisher(engine, native, options);
 }

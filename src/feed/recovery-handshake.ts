@@ -4,6 +4,7 @@
 // docs/protocol.md §2.8) and answers with its own side, to which the
 // QP is then connected. Kept behind the RecoveryHandshake type so the route
 // is the only thing a different control plane changes.
+import type { SessionDevice } from '../common/session-provider.js';
 import type { RcEndpointInfo } from './native.js';
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 
@@ -14,11 +15,15 @@ export interface RecoveryHandshakeRequest {
   readonly channels: readonly number[];
   /** The subscriber's side. */
   readonly local: RcEndpointInfo;
+  /** Which of the gateway's devices to open on (a failover: 'alternate'; docs/protocol.md §1.11); default 'primary'. */
+  readonly device?: SessionDevice;
 }
 
 export interface RecoveryHandshakeAnswer extends RcEndpointInfo {
   /** The gateway's session id. */
   readonly id: number;
+  /** The GID of the gateway's alternate device (backend.alternateDevice), where a failover goes; null (or absent) without one. */
+  readonly alternateDeviceGid?: string | null;
   /** Ends the session on the gateway (best effort). */
   close(): Promise<void>;
 }
@@ -72,6 +77,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
         ...(typeof request.local.alternateGid === 'string' ? { alternateGid: request.local.alternateGid } : {}),
         feed: request.feed,
         channels: [...request.channels],
+        ...(request.device !== undefined ? { device: request.device } : {}),
       }),
     }, options.tls).catch((err: unknown) => {
       throw new RecoveryHandshakeError(0, fetchFailure(err, base, { certificate: 'give the CA that signed it as recovery.tls.ca', clientCertificate: 'give one as recovery.tls.cert and recovery.tls.key' }));
@@ -96,6 +102,7 @@ export function httpRecoveryHandshake(options: HttpRecoveryHandshakeOptions): Re
       gid: body['gid'],
       mtu: u32(body['mtu'], 'mtu'),
       alternateGid: typeof body['alternateGid'] === 'string' ? body['alternateGid'] : null,
+      alternateDeviceGid: typeof body['alternateDeviceGid'] === 'string' ? body['alternateDeviceGid'] : null,
       close: async () => {
         await controlFetch(`${base}/v1/sessions/${id}`, { method: 'DELETE', headers: { authorization: headers.authorization }, signal: AbortSignal.timeout(timeout) }, options.tls).then(
           (r) => r.body?.cancel(),

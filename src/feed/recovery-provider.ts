@@ -22,18 +22,23 @@ export class RecoverySessionProvider implements SessionProvider {
   readonly roles: readonly SessionRole[] = ['recovery'];
   readonly #feeds: RecoveryFeeds;
   readonly #limits: RecoveryLimits | undefined;
+  readonly #alternateDeviceGid: string | null;
   readonly #open = new Map<number, { feed: string; name: string }>();
 
-  constructor(feeds: RecoveryFeeds, limits?: RecoveryLimits) {
+  /**
+   * `alternateDeviceGid`: the GID of the gateway's alternate device (backend.alternateDevice), where a subscriber's
+   * recovery session fails over to (its feeds' publishers were made with it); null without one.
+   */
+  constructor(feeds: RecoveryFeeds, options: { limits?: RecoveryLimits; alternateDeviceGid?: string | null } = {}) {
     this.#feeds = feeds;
-    this.#limits = limits;
+    this.#limits = options.limits;
+    this.#alternateDeviceGid = options.alternateDeviceGid ?? null;
   }
 
   open(req: SessionOpenRequest): SessionOpenAnswer {
     if (req.role !== 'recovery') throw new SessionError(400, `role: the recovery provider does not serve '${req.role}'`);
-    if (req.device === 'alternate') {
-      // The feed's UD QP and its recovery service are on the primary device: a subscriber that loses it re-handshakes there.
-      throw new SessionError(400, "body/device: recovery sessions run on the gateway's primary device only; leave device out or give \"primary\"");
+    if (req.device === 'alternate' && this.#alternateDeviceGid === null) {
+      throw new SessionError(400, 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"');
     }
     const name = req.feed ?? 'default';
     const feed = this.#feeds.get(name);
@@ -57,13 +62,14 @@ export class RecoverySessionProvider implements SessionProvider {
         channels: req.channels,
         remote: { qpn: req.qpn, psn: req.psn, gid: req.gid, mtu: req.mtu, ...(req.alternateGid !== undefined ? { alternateGid: req.alternateGid } : {}) },
         ...(this.#limits ? { limits: this.#limits } : {}),
+        ...(req.device !== undefined ? { device: req.device } : {}),
       });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       throw new SessionError(/already open/.test(message) ? 409 : 400, message);
     }
     this.#open.set(req.id, { feed: name, name: req.name });
-    return { ...answer, alternateGid: answer.alternateGid ?? null, regions: [] };
+    return { ...answer, alternateGid: answer.alternateGid ?? null, regions: [], alternateDeviceGid: this.#alternateDeviceGid };
   }
 
   close(id: number): boolean {

@@ -1,6 +1,6 @@
 // FeedService: the gateway's feed, from a FeedsConfig — a publisher on the
-// given (started) engine and (opened) soft device, and the synthetic source
-// when enabled. start() / stop(); stats() for /metrics and status.
+// given (started) engine and (opened) device (and line B on the alternate
+// device, when given), and the synthetic or replay source when enabled. start() / stop(); stats() for /metrics and status.
 import type { Engine } from '../native/engine.js';
 import { instrumentChannel, resolveFeedsConfig, type FeedsConfig } from './config.js';
 import type { FeedDevice } from './native.js';
@@ -20,6 +20,8 @@ export class FeedService {
   readonly config: FeedsConfig;
   readonly #engine: Engine;
   readonly #device: FeedDevice;
+  // Line B's device (an ibv gateway's backend.alternateDevice): see PublisherOptions.alternateDevice.
+  readonly #alternateDevice: FeedDevice | undefined;
   #publisher: FeedPublisher | undefined;
   #source: SyntheticSource | ReplaySource | undefined;
   readonly #replayFile: TickFile | undefined;
@@ -29,10 +31,11 @@ export class FeedService {
    * A replay feed needs its tick file read beforehand (readReplayFile:
    * confined to feeds.replay.dir, off the event loop).
    */
-  constructor(engine: Engine, device: FeedDevice, config: unknown = {}, options: { replayFile?: TickFile } = {}) {
+  constructor(engine: Engine, device: FeedDevice, config: unknown = {}, options: { replayFile?: TickFile; alternateDevice?: FeedDevice } = {}) {
     this.config = resolveFeedsConfig(config);
     this.#engine = engine;
     this.#device = device;
+    this.#alternateDevice = options.alternateDevice;
     this.#replayFile = options.replayFile;
     if (this.config.source === 'replay' && this.#replayFile === undefined) {
       throw new TypeError('qpgate feed: a replay feed needs its tick file, read with readReplayFile(feeds.replay.dir, feeds.replay.file)');
@@ -56,6 +59,7 @@ export class FeedService {
       instruments: channelOf,
       sendSlots: this.config.sendSlots,
       hopLimit: this.config.hopLimit,
+      ...(this.#alternateDevice === undefined ? {} : { alternateDevice: this.#alternateDevice }),
     });
     if (this.config.source === 'replay') {
       const r = this.config.replay;

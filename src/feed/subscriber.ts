@@ -60,6 +60,13 @@ export interface SubscribeOptions {
   readonly engineOptions?: EngineOptions;
   /** A device on that engine (openFeedDevice), or options to open one: soft {address: '127.0.0.3'}, ibv {kind: 'ibv', name: 'rxe0'}. */
   readonly device: FeedDevice | OpenDeviceOptions | OpenIbvDeviceOptions;
+  /**
+   * A second device on another link (ibv, e.g. {kind: 'ibv', name: 'rxe1'}; docs/protocol.md §1.11): line B is
+   * received on it, so a channel with groupB keeps flowing while either link is down, and the recovery session
+   * fails over to the gateway's alternate device when its retries run out on the first (stats().recovery.failovers).
+   * With recovery, subscribe() fails if the gateway has no alternate device.
+   */
+  readonly alternateDevice?: FeedDevice | OpenIbvDeviceOptions;
   readonly channels: readonly SubscriberChannelConfig[];
   /** Largest frame expected (receive buffer size; default 4096). At most fromEngineCapacity / 8 − 48 (a frame record and its header must fit the engine's fromEngine ring). */
   readonly maxFrameSize?: number;
@@ -400,7 +407,13 @@ async function connectRecovery(
     if (r.url === undefined || r.token === undefined) throw new TypeError('subscribe: recovery needs url and token (or a handshake function)');
     handshake = httpRecoveryHandshake({ url: r.url, token: r.token, ...(r.tls ? { tls: r.tls } : {}) });
   }
-  const link = new RecoveryLink(native, { name: r.name, feed: r.feed ?? 'default', channels: channels.map((c) => c.id), handshake });
+  const link = new RecoveryLink(native, {
+    name: r.name,
+    feed: r.feed ?? 'default',
+    channels: channels.map((c) => c.id),
+    handshake,
+    alternateDevice: native.hasAlternateDevice,
+  });
   await link.connect(local);
   sub.attachRecovery(link, r.reportIntervalMs);
 }
@@ -424,6 +437,8 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
   if (!engine.running) await engine.start();
   try {
     const device = isDeviceOptions(options.device) ? openFeedDevice(engine, options.device) : options.device;
+    const a = options.alternateDevice;
+    const alternate = a === undefined ? undefined : isDeviceOptions(a) ? openFeedDevice(engine, a) : a;
     const r = options.recovery;
     const native = nativeFeed().createSubscriber(engine.native, nativeDeviceOf(device), {
       channels: options.channels.map((c) => ({ ...c })),
@@ -440,7 +455,7 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
               bufferFrames: r.bufferFrames,
               reportIntervalMs: r.reportIntervalMs,
             },
-    });
+    }, alternate === undefined ? undefined : nativeDeviceOf(alternate));
     const sub = new FeedSubscriber(engine, own, native, options);
     if (r !== undefined) {
       try {

@@ -52,6 +52,8 @@ const isMulticast = (ip: string): boolean => {
 export class FeedRegistry {
   readonly #engine: Engine;
   readonly #device: FeedDevice;
+  // Where every feed's line B leaves from (an ibv gateway's backend.alternateDevice), if anywhere.
+  readonly #alternateDevice: FeedDevice | undefined;
   readonly #qps: QpRegistry;
   readonly #feeds = new Map<string, FeedEntry>();
   // Publish latency counts of deleted feeds (dense HdrHistogram layout).
@@ -70,10 +72,11 @@ export class FeedRegistry {
     engine: Engine,
     device: FeedDevice,
     qps: QpRegistry,
-    options: { replayDir: string; budgets: FeedBudgets; onCreated?: (entry: FeedEntry) => void },
+    options: { replayDir: string; budgets: FeedBudgets; onCreated?: (entry: FeedEntry) => void; alternateDevice?: FeedDevice },
   ) {
     this.#engine = engine;
     this.#device = device;
+    this.#alternateDevice = options.alternateDevice;
     this.#qps = qps;
     this.#onCreated = options.onCreated;
     this.#replayDir = options.replayDir;
@@ -132,7 +135,10 @@ export class FeedRegistry {
   }
 
   #start(name: string, cfg: FeedsConfig, origin: FeedEntry['origin'], path: string, replayFile: TickFile | undefined): FeedEntry {
-    const service = new FeedService(this.#engine, this.#device, cfg, replayFile ? { replayFile } : {});
+    const service = new FeedService(this.#engine, this.#device, cfg, {
+      ...(replayFile ? { replayFile } : {}),
+      ...(this.#alternateDevice ? { alternateDevice: this.#alternateDevice } : {}),
+    });
     let untrackQp: () => void;
     try {
       service.start();

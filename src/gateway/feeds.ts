@@ -6,6 +6,9 @@
 // exports per-feed metrics and takes part in shutdown (END_OF_SESSION sent,
 // groups left).
 import { resolve } from 'node:path';
+
+import type { Logger } from 'pino';
+
 import type { FeedDevice } from '../feed/native.js';
 import { RecoverySessionProvider } from '../feed/recovery-provider.js';
 import { recoveryMetrics } from '../feed/recovery-metrics.js';
@@ -24,12 +27,18 @@ export async function startFeeds(state: GatewayState): Promise<(ControlExtension
   // Recovery sessions (POST /v1/sessions role 'recovery') are served by the
   // publisher of the feed a request names, whichever feeds exist then; the
   // role is offered from the first feed on, as tick_publish is.
-  const recovery = new RecoverySessionProvider({
-    get: (name: string) => {
-      const entry = registry.get(name);
-      return entry && { publisher: () => entry.service.publisher, channels: entry.service.config.channels.map((c) => c.id) };
+  // With backend.alternateDevice, each feed's line B and any recovery session
+  // a subscriber fails over with are on it (docs/protocol.md §1.11).
+  const alternateDevice = state.alternateDevice as FeedDevice | undefined;
+  const recovery = new RecoverySessionProvider(
+    {
+      get: (name: string) => {
+        const entry = registry.get(name);
+        return entry && { publisher: () => entry.service.publisher, channels: entry.service.config.channels.map((c) => c.id) };
+      },
     },
-  });
+    { alternateDeviceGid: state.alternateDevice?.gid ?? null },
+  );
   state.metricSources.push(recoveryMetrics(recovery));
   let latencyRegistered = false;
   const onCreated = (): void => {
@@ -45,6 +54,7 @@ export async function startFeeds(state: GatewayState): Promise<(ControlExtension
     replayDir,
     budgets: budgetsOf(config.feeds),
     onCreated,
+    ...(alternateDevice ? { alternateDevice } : {}),
   });
   const log = state.logger.child({ component: 'feeds' });
   if (config.feeds.enabled) {
@@ -60,6 +70,7 @@ export async function startFeeds(state: GatewayState): Promise<(ControlExtension
       },
       'feed publishing',
     );
+    warnSingleLineChannels(service.config.channels, alternateDevice !== undefined, log);
   }
 
 
@@ -72,4 +83,15 @@ export async function startFeeds(state: GatewayState): Promise<(ControlExtension
     stopAccepting: () => registry.stopAll(),
     close: async () => registry.stopAll(),
   };
+}
+
+/** With an alternate device, a channel without groupB has no line on the second link: say so once at start. */
+function warnSingleLineChannels(channels: readonly { id: number; groupB?: string }[], twoLinks: boolean, log: Logger): void {
+  if (!twoLinks) return;
+  const single = channels.filter((c) => c.groupB === undefined).map((c) => c.id);
+  if (single.length === 0) return;
+  log.warn(
+    { channels: single },
+    'channels without groupB are sent on the primary device only: subscribers lose them while its link is down (give each a groupB: line B leaves from backend.alternateDevice)',
+  );
 }

@@ -12,7 +12,7 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, clientAlternateDevice, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
+import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, withAlternateDevice, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
 import { table } from '../common/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -172,12 +172,6 @@ export async function orderCommand(
   out(opts.json ? jsonLine({ session: client.id, lastAppSeq: client.lastAppSeq }) : `session ${client.id} last app_seq ${client.lastAppSeq}`);
   await client.close();
   return failures > 0 ? 1 : 0;
-}
-
-/** --alternate-device as the clients' alternateDevice option (application-level failover). */
-function withAlternateDevice(flags: ClientDeviceFlags): { alternateDevice?: OpenIbvDeviceOptions } {
-  const alternate = clientAlternateDevice(flags);
-  return alternate === undefined ? {} : { alternateDevice: alternate };
 }
 
 export async function riskCommand(

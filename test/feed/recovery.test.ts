@@ -17,7 +17,7 @@ import { openFeedDevice } from '../../src/feed/native.js';
 import { FEED_RECOVERY_REPORT_COUNTERS, FEED_RECOVERY_SESSION_COUNTERS } from '../../src/declared/feed-counters.js';
 import { createPublisher, type FeedPublisher } from '../../src/feed/publisher.js';
 import { RecoverySessionProvider } from '../../src/feed/recovery-provider.js';
-import { SessionError, type SessionOpenRequest } from '../../src/common/session-provider.js';
+import { SessionError, type SessionDevice, type SessionOpenRequest } from '../../src/common/session-provider.js';
 import { httpRecoveryHandshake, RecoveryHandshakeError } from '../../src/feed/recovery-handshake.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
 
@@ -73,6 +73,7 @@ async function sessionsServer(provider: RecoverySessionProvider): Promise<{ url:
           accounts: [],
           feed: body['feed'] as string,
           channels: body['channels'] as number[],
+          ...(body['device'] === undefined ? {} : { device: body['device'] as SessionDevice }),
         };
         const a = provider.open(open);
         send(201, { id: open.id, role: 'recovery', name: open.name, ...a });
@@ -304,7 +305,7 @@ test('a gap older than the ring is reported unrecoverable, then the channel resy
 test('a name is refused (409) while its session is connected; once the subscriber went away silently the session is ended and the name reconnects', async () => {
   const e = await engine();
   const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.95.1' }), { channels: [{ id: 1, groupA: '239.78.95.1' }], instruments: { 1: 1 } });
-  const provider = new RecoverySessionProvider(new Map([['default', { publisher: () => pub, channels: [1] }]]), { silenceTimeoutMs: 100 });
+  const provider = new RecoverySessionProvider(new Map([['default', { publisher: () => pub, channels: [1] }]]), { limits: { silenceTimeoutMs: 100 } });
   try {
     const open = (local: { qpn: number; psn: number; gid: string; mtu: number }) =>
       provider.open({ role: 'recovery', id: 7, name: 'desk', ...local, accounts: [], feed: 'default', channels: [1] });
@@ -372,6 +373,101 @@ test('a late join whose handshake takes longer than requestTimeoutMs still start
   } finally {
     publishing = false;
     await feeding;
+    pub.close();
+    await server.close();
+    await e.stop();
+  }
+});
+
+// An ibv gateway's two links (docs/protocol.md §1.11), here soft devices on
+// loopback: the publisher sends line B from its alternate device and serves
+// recovery sessions there; the subscriber has a device on each link. The
+// first link goes down (every packet of the first devices dropped): line B
+// carries the feed, the recovery session's retries run out and it fails
+// over to the alternate devices, where a gap is then recovered.
+test('with a device on each link, line B carries the feed when the first link goes down and the recovery session fails over to the alternate devices', async () => {
+  const e = await engine();
+  const gw = openFeedDevice(e, { address: '127.78.96.1' });
+  const gwAlternate = openFeedDevice(e, { address: '127.78.96.2' });
+  const channels = [{ id: 1, groupA: '239.78.96.1', groupB: '239.78.96.2', heartbeatMs: 5 }];
+  const pub = createPublisher(e, gw, { channels, instruments: { 1: 1 }, alternateDevice: gwAlternate });
+  const provider = new RecoverySessionProvider(new Map([['default', { publisher: () => pub, channels: [1] }]]), { alternateDeviceGid: gwAlternate.gid });
+  const server = await sessionsServer(provider);
+  try {
+    const first = openFeedDevice(e, { address: '127.78.96.3' });
+    const got: FeedMessage[] = [];
+    const gaps: FeedGap[] = [];
+    const sub = await subscribe({
+      engine: e,
+      device: first,
+      alternateDevice: openFeedDevice(e, { address: '127.78.96.4' }),
+      channels,
+      maxFrameSize: 1024,
+      recvSlots: 1024,
+      onMessage: (m) => got.push(m),
+      onGap: (g) => gaps.push(g),
+      recovery: { name: 'two-links', url: server.url, token: TOKEN, reportIntervalMs: 20 },
+    });
+    let sent = 0;
+    const publish = async (n: number) => {
+      for (let i = 0; i < n; i += 10, sent += 10) {
+        pub.publish(1, Array.from({ length: 10 }, (_, k) => quote(sent + k)));
+        await sleep(2);
+      }
+    };
+    await publish(100);
+    await until(() => got.length === 100);
+    assert.equal(pub.recoverySessions()[0]!.device, 'primary');
+
+    setFaults(gw, { tx: { drop: 1 }, rx: { drop: 1 } });
+    setFaults(first, { tx: { drop: 1 }, rx: { drop: 1 } });
+    await publish(100); // on line B only
+    await until(() => sub.stats().recovery?.failovers === 1, 15_000);
+    const link = sub.stats().recovery!;
+    assert.equal(link.device, 'alternate');
+    assert.equal(link.connection?.retryExceeded, 1);
+    assert.match(link.lastReason ?? '', /failing over to the alternate device/);
+    assert.ok(link.lastFailoverMs! > 0);
+    assert.equal(server.requests.at(-1)!['device'], 'alternate');
+    // (The route would close the one left on the first link at this handshake: a new id here.)
+    const session = pub.recoverySessions().find((x) => x.device === 'alternate');
+    assert.equal(session?.state, 'RTS');
+
+    pub.setLines({ a: false, b: false }); // a gap: recovered over the alternate devices
+    await publish(50);
+    pub.setLines({ a: true, b: true });
+    await publish(50);
+    await until(() => got.length === 300);
+    got.forEach((m, i) => assert.equal(m.seq, BigInt(i + 1)));
+    assert.deepEqual(gaps, []);
+    const s = sub.stats().channels[0]!;
+    assert.ok(s.recovered > 0);
+    assert.equal(s.lineAFrames > 0 && s.lineBFrames > s.lineAFrames, true, 'line B went on after line A stopped');
+    await sub.close();
+  } finally {
+    pub.close();
+    await server.close();
+    await e.stop();
+  }
+});
+
+test('a subscriber with an alternate device is refused at subscribe() by a gateway without one: its recovery could not fail over', async () => {
+  const e = await engine();
+  const pub = createPublisher(e, openFeedDevice(e, { address: '127.78.97.1' }), { channels: [{ id: 1, groupA: '239.78.97.1' }], instruments: { 1: 1 } });
+  const server = await sessionsServer(providerFor(pub, [1]));
+  try {
+    await assert.rejects(
+      subscribe({
+        engine: e,
+        device: { address: '127.78.97.3' },
+        alternateDevice: openFeedDevice(e, { address: '127.78.97.4' }),
+        channels: [{ id: 1, groupA: '239.78.97.1' }],
+        recovery: { name: 'no-alternate', url: server.url, token: TOKEN },
+      }),
+      /the subscriber has an alternate device but the gateway has none \(backend.alternateDevice\)/,
+    );
+    assert.equal(pub.recoverySessions().length, 0, 'the session it opened was closed');
+  } finally {
     pub.close();
     await server.close();
     await e.stop();

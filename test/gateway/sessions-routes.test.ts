@@ -130,9 +130,13 @@ test('POST /v1/sessions: bad bodies are 400 naming the field, what was expected 
     [trading({ extra: 1 }), 'body/extra: unknown field; expected one of role, name, qpn, psn, gid, mtu, alternateGid, ackHoldUs, device, accounts, feed, channels'],
     [trading({ alternateGid: '10.1.0.2' }), `body/alternateGid: expected an IPv6 address in text form, e.g. '::ffff:10.1.0.2', got "10.1.0.2"`],
     [trading({ alternateGid: '::ffff:127.9.9.9' }), 'body/alternateGid: expected a GID other than body/gid (a second address), got "::ffff:127.9.9.9" for both'],
-    [trading({ device: 'backup' }), `body/device: expected which of the gateway's devices to open on: 'primary' (default) or 'alternate' (backend.alternateDevice, trading and risk). A client fails over with it: a name connected on the other device is closed first (docs/protocol.md §1.11), got "backup"`],
+    [trading({ device: 'backup' }), `body/device: expected which of the gateway's devices to open on: 'primary' (default) or 'alternate' (backend.alternateDevice). A client fails over with it: a name connected on the other device is closed first (docs/protocol.md §1.11), got "backup"`],
     // A soft gateway has one device: a client that asks for the alternate one is told so, and nothing is opened.
     [trading({ device: 'alternate' }), 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"'],
+    [
+      { role: 'recovery', name: 'rec-alt', qpn: 5, psn: 5, gid: '::ffff:127.9.9.9', mtu: 1024, feed: 'default', channels: [1], device: 'alternate' },
+      'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"',
+    ],
   ];
   for (const [body, message] of cases) {
     const r = await post(TOKENS.ops, body);

@@ -2,7 +2,8 @@
 # Runs inside the rdma-vm guest (test/rdma-vm/run --veth --veth2): `qpgate
 # serve` with backend.kind ibv on rxe_a (10.77.1.1) and backend.alternateDevice
 # rxe_c (10.77.3.1), a second link; the clients on rxe_b with rxe_d as their
-# alternate device (failover-orders.ts). The control plane is reached over
+# alternate device, and a feed subscriber with recovery there too
+# (failover-orders.ts, failover-feed.ts). The control plane is reached over
 # the guest's loopback, as a management network would carry it: the links
 # carry only RoCE. Mid-stream the first link stops carrying anything; rxe has
 # no automatic path migration, so the clients fail over at the application
@@ -16,7 +17,7 @@ source "$root/test/interop/guest-gateway.sh"
 start_ibv_gateway "$QPGATE_VM_VETH_A_DEV" 7480 "$work" --set backend.alternateDevice="$QPGATE_VM_VETH_C_DEV"
 
 timeout 600 node "$root/dist/test/interop/failover-orders.js" "$url" "$token" "$QPGATE_VM_VETH_B_DEV" "$QPGATE_VM_VETH_D_DEV" \
-  "$QPGATE_VM_VETH_A_NETDEV" "$QPGATE_VM_VETH_B_NETDEV" >"$work/run.out" 2>"$work/run.err"
+  "$QPGATE_VM_VETH_D_NETDEV" "$QPGATE_VM_VETH_A_NETDEV" "$QPGATE_VM_VETH_B_NETDEV" >"$work/run.out" 2>"$work/run.err"
 run_status=$?
 timeout 120 node "$root/bin/qpgate.js" sessions --url "$url" --token "$token" >"$work/sessions.txt" 2>&1
 kill -TERM $gw

@@ -7,7 +7,10 @@
 // (IBV_WC_RETRY_EXC_ERR), they open the session on the second link (a new
 // handshake, Hello, the resend by app_seq, the unanswered orders again), and
 // every order is answered exactly once, with no app_seq lost or given twice.
-// The guest side is failover-ibv-guest.sh and failover-orders.ts.
+// A feed subscriber with a device on each link keeps its ticks (line B leaves
+// from the gateway's alternate device) and its recovery session fails over
+// too. The guest side is failover-ibv-guest.sh, failover-orders.ts and
+// failover-feed.ts.
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
@@ -27,7 +30,7 @@ interface GuestResult {
 
 type SessionView = { name: string; device: string; failovers: number; connected: boolean; state: string };
 
-test('ibv without APM: when the primary link fails mid-stream the order and risk clients fail over to the second device pair, every order answered once, app_seq without gap or repeat', { skip: guestSkip, timeout: 1_200_000 }, () => {
+test('ibv without APM: when the primary link fails mid-stream the order, risk and recovery sessions fail over to the second device pair, every order answered once, app_seq without gap or repeat, the feed on line B', { skip: guestSkip, timeout: 1_200_000 }, () => {
   const r = runGuestScript(['--veth', '--veth2'], 'test/interop/failover-ibv-guest.sh', 1000)[0] as unknown as GuestResult;
   const where = `\n--- client:\n${r.runErr}\n${r.runOut}\n--- gateway:\n${r.gwOut}`;
   assert.equal(r.status.run, 0, where);
@@ -65,15 +68,35 @@ test('ibv without APM: when the primary link fails mid-stream the order and risk
   assert.equal(run.risk.failovers, 1, where);
   assert.ok(BigInt(run.risk.creditLimit) > 0n, where);
 
-  // The gateway shows both sessions on its alternate device, one failover each.
+  // The feed subscriber: line B (from the gateway's alternate device, onto
+  // its own) carried the feed past the cut, every message once and in order,
+  // and its recovery session moved to the second link and recovered there
+  // what line B then lost.
+  const feed = run.feed;
+  assert.ok(feed.delivered > feed.atCut, `ticks after the cut${where}`);
+  assert.equal(feed.outOfOrder, 0, where);
+  assert.equal(feed.gaps, 0, where);
+  const recovery = feed.stats.recovery!;
+  assert.equal(recovery.device, 'alternate', where);
+  assert.equal(recovery.failovers, 1, where);
+  assert.ok(recovery.connection!.retryExceeded >= 1, where);
+  const channel = feed.stats.channels[0]!;
+  assert.ok(channel.lineBFrames > 0 && channel.recovered > 0, `line B and recovery${where}`);
+  assert.equal(channel.unrecoverable, 0, where);
+
+  // The gateway shows the three sessions on its alternate device, one failover each.
   const sessions = (run.sessions as { sessions: SessionView[] }).sessions;
-  for (const name of ['failover-orders', 'failover-risk']) {
+  for (const name of ['failover-orders', 'failover-risk', 'failover-feed']) {
     const s = sessions.find((x) => x.name === name);
     assert.ok(s !== undefined, `${name} in /v1/sessions${where}`);
     assert.equal(s.device, 'alternate', name);
     assert.equal(s.failovers, 1, name);
     assert.equal(s.state, 'RTS', name);
   }
-  process.stdout.write(`# failover: ${run.failovers[0]!.ms.toFixed(0)} ms from the loss to the session open again (risk: ${run.risk.failoverEvents.map((f) => f.ms.toFixed(0)).join(', ')} ms), cut after ${CUT_AFTER} answers, ${run.stats['resent']} orders resent\n`);
+  process.stdout.write(
+    `# failover: ${run.failovers[0]!.ms.toFixed(0)} ms from the loss to the session open again (risk: ${run.risk.failoverEvents.map((f) => f.ms.toFixed(0)).join(', ')} ms; ` +
+      `feed recovery: ${recovery.lastFailoverMs?.toFixed(0)} ms), cut after ${CUT_AFTER} answers, ${run.stats['resent']} orders resent, ` +
+      `${feed.delivered - feed.atCut} ticks after the cut, ${channel.recovered} recovered on the second link\n`,
+  );
   assert.equal(r.status.gw, 0, where);
 });

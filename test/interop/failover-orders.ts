@@ -5,15 +5,20 @@
 // price), a few in flight; after CUT_AFTER answers the primary link stops
 // carrying anything (cutLink: tc drops every packet arriving at either end
 // of the veth, so rxe's ports stay ACTIVE and only the retries can tell).
-// The clients fail over to the second link; what they saw is printed as one
-// JSON line for failover-ibv.test.ts.
+// The clients fail over to the second link; so does a feed subscriber with
+// recovery (failover-feed.ts), which line B keeps fed meanwhile. What they
+// saw is printed as one JSON line for failover-ibv.test.ts.
 //
-//   node failover-orders.js URL TOKEN DEV ALT_DEV NETDEV_1 NETDEV_2
+//   node failover-orders.js URL TOKEN DEV ALT_DEV ALT_NETDEV NETDEV_1 NETDEV_2
+//
+// ALT_NETDEV: the client's end of the second link (veth-d), where line B
+// then loses frames; NETDEV_1 and NETDEV_2: both ends of the first link.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { OrderClient } from '../../src/orders/client.js';
 import { RiskClient } from '../../src/orders/risk-client.js';
 import { Side, type SequencedMessage } from '../../src/orders/messages.js';
+import { waitFor, watchFeed, type FeedFailoverRun } from './failover-feed.js';
 
 /** Orders sent (pairs of a sell and the buy that fills it). */
 export const ORDERS = 200;
@@ -35,6 +40,7 @@ export interface FailoverRun {
   stats: Record<string, number>;
   activeDevice: string;
   risk: { activeDevice: string; failovers: number; creditLimit: string; failoverEvents: Array<{ device: string; ms: number }> };
+  feed: FeedFailoverRun;
   sessions: unknown;
 }
 
@@ -46,18 +52,12 @@ function cutLink(netdevs: string[]): void {
   }
 }
 
-async function waitFor(what: string, done: () => boolean, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** What the client is doing, on stderr: the test shows it when the run fails. */
 const note = (what: string): void => void process.stderr.write(`${new Date().toISOString()} ${what}\n`);
 
-async function run(url: string, token: string, dev: string, alt: string, netdevs: string[]): Promise<FailoverRun> {
+async function run(url: string, token: string, dev: string, alt: string, altNetdev: string, netdevs: string[]): Promise<FailoverRun> {
+  const feed = await watchFeed(url, token, dev, alt, altNetdev);
+  note('feed subscriber connected');
   const common = { url, token, device: { kind: 'ibv' as const, name: dev }, alternateDevice: { kind: 'ibv' as const, name: alt }, timeoutMs: 60_000, keepaliveMs: 300 };
   const risk = await RiskClient.connect({ ...common, name: 'failover-risk', accounts: [1n] });
   const riskFailovers: FailoverRun['risk']['failoverEvents'] = [];
@@ -65,7 +65,7 @@ async function run(url: string, token: string, dev: string, alt: string, netdevs
   risk.on('disconnect', (reason: string) => note(`risk: disconnect (${reason})`));
   note('risk client connected');
   const client = await OrderClient.connect({ ...common, name: 'failover-orders', accounts: [1n, 2n], helloTimeoutMs: 60_000 });
-  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'sessions'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, gaps: 0, disconnects: [], failovers: [] };
+  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'feed' | 'sessions'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, gaps: 0, disconnects: [], failovers: [] };
   client.on('message', (m: SequencedMessage) => {
     out.appSeqs.push(String(m.appSeq));
     if (m.kind === 'fill') out.fills++;
@@ -86,6 +86,7 @@ async function run(url: string, token: string, dev: string, alt: string, netdevs
   progress.unref();
 
   let cut = false;
+  let feedAtCut = 0;
   const send = async (i: number): Promise<void> => {
     const id = BigInt(i + 1);
     const sell = i % 2 === 0;
@@ -101,6 +102,7 @@ async function run(url: string, token: string, dev: string, alt: string, netdevs
     if (!cut && out.answers.length >= CUT_AFTER) {
       cut = true;
       cutLink(netdevs);
+      feedAtCut = feed.delivered();
       note(`the first link cut after ${out.answers.length} answers`);
     }
   };
@@ -114,26 +116,31 @@ async function run(url: string, token: string, dev: string, alt: string, netdevs
   // The risk session, idle all along: its keepalive finds the link gone and it moves too.
   await waitFor('the risk client on its alternate device', () => risk.activeDevice === 'alternate' && risk.connected, 120_000);
   const creditLimit = await risk.read(1n, 'creditLimit');
+  // The subscriber: its recovery session moved too, and recovers line B's losses over the second link.
+  const feedRun = await feed.finish(feedAtCut);
+  note(`feed: ${feedRun.delivered} delivered, recovery on the ${feedRun.stats.recovery?.device} device`);
   const sessions = await (await fetch(`${url}/v1/sessions`, { headers: { authorization: `Bearer ${token}` } })).json();
   const result: FailoverRun = {
     ...out,
     stats: { ...client.stats() },
     activeDevice: client.activeDevice,
     risk: { activeDevice: risk.activeDevice, failovers: risk.stats().failovers, creditLimit: String(creditLimit), failoverEvents: riskFailovers },
+    feed: feedRun,
     sessions,
   };
   await client.close();
   await risk.close();
+  await feed.sub.close();
   return result;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [url, token, dev, alt, ...netdevs] = process.argv.slice(2);
+  const [url, token, dev, alt, altNetdev, ...netdevs] = process.argv.slice(2);
   if (url === undefined) {
     // `node --test dist/test/` runs every file: this one only runs in the guest, with arguments.
-    console.log('# failover-orders: failover-ibv-guest.sh runs it with URL TOKEN DEV ALT_DEV NETDEVS; nothing to do here');
+    console.log('# failover-orders: failover-ibv-guest.sh runs it with URL TOKEN DEV ALT_DEV ALT_NETDEV NETDEVS; nothing to do here');
   } else {
-    const r = await run(url, token!, dev!, alt!, netdevs);
+    const r = await run(url, token!, dev!, alt!, altNetdev!, netdevs);
     console.log(JSON.stringify(r));
     process.exit(0);
   }

@@ -1,6 +1,7 @@
 // feed.createPublisher and the FeedPublisher handle it returns (feed_wrap.h).
 #include "feed_wrap_support.h"
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,7 +49,7 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
 
   void init(const Napi::CallbackInfo& info, const Resolved& r, std::uint32_t id, std::shared_ptr<feed::PublisherStats> stats) {
     h_.bind(info, r.engine, r.agent, id);
-    device_ = r.device;
+    devices_ = {r.device, r.alternate};
     stats_ = std::move(stats);
   }
 
@@ -73,7 +74,8 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
     return h_.id;
   }
-  // openRecoverySession({session, channels, remote: {qpn, psn, gid, mtu}, limits?}) → {qpn, psn, gid, mtu, regions: []}
+  // openRecoverySession({session, channels, remote: {qpn, psn, gid, mtu}, limits?, device?}) → {qpn, psn, gid, mtu, regions: []}
+  // device 'alternate': on the publisher's alternate device (a subscriber failing over, docs/protocol.md 1.11).
   Napi::Value OpenRecoverySession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::string where = "publisher.openRecoverySession";
@@ -87,9 +89,13 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     }
     c.remote = rc_peer_of(env, o.Get("remote"), where + ": remote");
     c.limits = limits_of(env, o.Get("limits"), where + ": limits");
+    if (has(o, "device")) c.device = to_device_choice(env, o.Get("device"), where + ": device");
+    verbs::Device* device = devices_[c.device];
+    if (device == nullptr) {
+      throw Napi::Error::New(env, where + ": device: this publisher has no alternate device (createPublisher's alternateDevice)");
+    }
     verbs::Result<verbs::RcPeer> local = verbs::Error{};
     feed::FeedAgent* agent = h_.agent;
-    verbs::Device* device = device_;
     h_.engine->run_on_engine([&] { local = agent->open_recovery_session(*device, c); });
     if (!local.ok()) throw verbs_error(env, local.error());
     Napi::Object out = rc_peer_to_js(env, *local);
@@ -153,13 +159,17 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     });
     return env.Undefined();
   }
-  // qp(): the publisher's UD QP as QueuePair.query() describes one, with its
-  // qpNum and the soft transport's counters. The QP is made natively, so the
-  // verbs bindings cannot list it; /v1/qps reads it through here. Copied on
-  // the engine thread: the publisher may go away right after.
+  // qp(device?): the publisher's UD QP as QueuePair.query() describes one,
+  // with its qpNum and the soft transport's counters; 'alternate': line B's
+  // on the alternate device (null without one). The QP is made natively, so
+  // the verbs bindings cannot list it; /v1/qps reads it through here. Copied
+  // on the engine thread: the publisher may go away right after.
   Napi::Value Qp(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this publisher was closed");
+    const bool alternate = info.Length() > 0 && !info[0].IsUndefined() &&
+                           to_device_choice(env, info[0], "publisher.qp: device") == verbs::kAlternateDevice;
+    if (alternate && devices_[verbs::kAlternateDevice] == nullptr) return env.Null();
     const std::uint32_t id = h_.id;
     feed::FeedAgent* agent = h_.agent;
     bool found = false;
@@ -170,9 +180,10 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
     std::vector<std::pair<std::string_view, std::uint64_t>> counters;
     h_.engine->run_on_engine([&] {
       const feed::Publisher* p = agent->publisher(id);
-      if (p == nullptr) return;
+      const verbs::QueuePair* chosen = p == nullptr ? nullptr : alternate ? p->alternate_qp() : &p->qp();
+      if (chosen == nullptr) return;
       found = true;
-      const verbs::QueuePair& qp = p->qp();
+      const verbs::QueuePair& qp = *chosen;
       attr = qp.query();
       init = qp.init_attr();
       qpn = qp.qp_num();
@@ -200,12 +211,13 @@ class PublisherWrap : public Napi::ObjectWrap<PublisherWrap> {
   }
 
   Handle h_;
-  verbs::Device* device_ = nullptr;  // kept alive by h_.device_js
+  std::array<verbs::Device*, 2> devices_{};  // [kPrimaryDevice], [kAlternateDevice]: kept alive by h_
   std::shared_ptr<feed::PublisherStats> stats_;
 };
 
 // createPublisher(engine, device, {channels: [{id, groupA, groupB?, frameSize?, heartbeatMs?,
-//   ring?: {frames?, bytes?}, snapshotSlots?}], sendSlots?, hopLimit?})
+//   ring?: {frames?, bytes?}, snapshotSlots?}], sendSlots?, hopLimit?}, alternateDevice?):
+//   line B leaves from alternateDevice when given (feed::Publisher::create).
 }  // namespace
 
 Napi::Function define_publisher(Napi::Env env) { return PublisherWrap::Define(env); }
@@ -244,7 +256,7 @@ Napi::Value create_publisher(const Napi::CallbackInfo& info) {
   verbs::Result<std::uint32_t> id = verbs::Error{};
   std::shared_ptr<feed::PublisherStats> stats;
   run_on_engine(env, *r.engine, "feed.createPublisher", [&] {
-    id = r.agent->add_publisher(*r.device, pc, std::move(memory).value());
+    id = r.agent->add_publisher(*r.device, pc, std::move(memory).value(), r.alternate);
     if (id.ok()) stats = r.agent->publisher(*id)->stats();
   });
   if (!id.ok()) throw verbs_error(env, id.error());

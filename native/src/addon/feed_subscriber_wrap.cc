@@ -27,7 +27,9 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "FeedSubscriber",
-                       {InstanceAccessor<&SubscriberWrap::Id>("id"), InstanceMethod<&SubscriberWrap::Stats>("stats"),
+                       {InstanceAccessor<&SubscriberWrap::Id>("id"),
+                        InstanceAccessor<&SubscriberWrap::HasAlternateDevice>("hasAlternateDevice"),
+                        InstanceMethod<&SubscriberWrap::Stats>("stats"),
                         InstanceMethod<&SubscriberWrap::LatencyCounts>("latencyCounts"),
                         InstanceMethod<&SubscriberWrap::RecoveryLocal>("recoveryLocal"),
                         InstanceMethod<&SubscriberWrap::ConnectRecovery>("connectRecovery"),
@@ -50,6 +52,7 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
             std::shared_ptr<feed::ConsumerLoad> load) {
     load_ = std::move(load);
     h_.bind(info, r.engine, r.agent, id);
+    has_alternate_device_ = r.alternate != nullptr;
     stats_ = std::move(stats);
     recovery_local_ = recovery_local;
     client_ = std::move(client);
@@ -107,22 +110,28 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
     set_rc_path(env, o, *path);
     return o;
   }
-  // renewRecovery(): a new recovery QP in place of the old one (feed::Subscriber::renew_recovery); our new side.
+  // renewRecovery(device?): a new recovery QP in place of the old one, on the
+  // device ('primary', the default) or the alternate device ('alternate': a
+  // failover) (feed::Subscriber::renew_recovery); our new side.
   Napi::Value RenewRecovery(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (h_.id == 0) throw Napi::Error::New(env, "qpgate: this subscriber was closed");
     if (!recovery_local_) throw Napi::Error::New(env, "subscriber.renewRecovery: created without a recovery config");
+    const std::uint8_t device = info.Length() > 0 && !info[0].IsUndefined()
+                                    ? to_device_choice(env, info[0], "subscriber.renewRecovery: device")
+                                    : verbs::kPrimaryDevice;
     const std::uint32_t id = h_.id;
     feed::FeedAgent* agent = h_.agent;
     verbs::Result<verbs::RcPeer> local = verbs::Error{ENOENT, "the subscriber is gone"};
     h_.engine->run_on_engine([&] {
-      if (feed::Subscriber* s = agent->subscriber(id); s != nullptr) local = s->renew_recovery();
+      if (feed::Subscriber* s = agent->subscriber(id); s != nullptr) local = s->renew_recovery(device);
     });
     if (!local.ok()) throw Napi::Error::New(env, "subscriber.renewRecovery: " + local.error().message);
     recovery_local_ = *local;
     return rc_peer_to_js(env, *recovery_local_);
   }
   Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), h_.id); }
+  Napi::Value HasAlternateDevice(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), has_alternate_device_); }
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const feed::SubscriberStats& s = *stats_;
@@ -168,12 +177,14 @@ class SubscriberWrap : public Napi::ObjectWrap<SubscriberWrap> {
   Handle h_;
   std::shared_ptr<feed::SubscriberStats> stats_;
   std::optional<verbs::RcPeer> recovery_local_;
+  bool has_alternate_device_ = false;
   std::shared_ptr<feed::RecoveryClientCounters> client_;  // null without a recovery connection
   std::shared_ptr<feed::ConsumerLoad> load_;
 };
 
 // createSubscriber(engine, device, {channels: [{id, groupA, groupB?, holdFrames?, maxWaitUs?}],
-//   maxFrameSize?, recvSlots?})
+//   maxFrameSize?, recvSlots?}, alternateDevice?): line B is received on
+//   alternateDevice when given, and the recovery connection may move there.
 }  // namespace
 
 Napi::Function define_subscriber(Napi::Env env) { return SubscriberWrap::Define(env); }
@@ -229,7 +240,7 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
   std::shared_ptr<feed::RecoveryClientCounters> client;
   std::shared_ptr<feed::ConsumerLoad> load;
   run_on_engine(env, *r.engine, "feed.createSubscriber", [&] {
-    id = r.agent->add_subscriber(*r.device, sc);
+    id = r.agent->add_subscriber(*r.device, sc, r.alternate);
     if (!id.ok()) return;
     feed::Subscriber* s = r.agent->subscriber(*id);
     stats = s->stats();

@@ -64,6 +64,7 @@ Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionIn
   Napi::Object o = Napi::Object::New(env);
   o.Set("session", Napi::Number::New(env, s.session));
   o.Set("publisher", Napi::Number::New(env, s.publisher));
+  o.Set("device", device_choice_to_js(env, s.device));
   o.Set("qpn", Napi::Number::New(env, s.qpn));
   o.Set("state", Napi::String::New(env, std::string(verbs::qp_state_name(s.state))));
   Napi::Array chans = Napi::Array::New(env, s.channels.size());
@@ -111,6 +112,10 @@ Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, con
   Resolved r;
   r.engine = ew->engine();
   r.device = &device_arg(env, info[1], *classes.verbs, std::string(what) + ": device");
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    r.alternate = &device_arg(env, info[3], *classes.verbs, std::string(what) + ": alternateDevice");
+    if (r.alternate == r.device) throw Napi::TypeError::New(env, std::string(what) + ": alternateDevice: expected a device other than device, got the same one");
+  }
   (void)to_object(env, info[2], std::string(what) + ": config", "an object {channels: [...]}");
   if (!r.engine->running()) throw Napi::Error::New(env, std::string(what) + ": start the engine first");
   r.agent = ew->agents().feed;

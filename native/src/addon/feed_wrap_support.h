@@ -29,10 +29,12 @@ struct Handle {
   std::uint32_t id = 0;
   Napi::ObjectReference engine_js;
   Napi::ObjectReference device_js;
+  Napi::ObjectReference alternate_js;  // the alternate device, when given
 
   void hold(const Napi::CallbackInfo& info) {
     engine_js = Napi::Persistent(info[0].As<Napi::Object>());
     device_js = Napi::Persistent(info[1].As<Napi::Object>());
+    if (info.Length() > 3 && info[3].IsObject()) alternate_js = Napi::Persistent(info[3].As<Napi::Object>());
   }
   void bind(const Napi::CallbackInfo& info, EnginePtr e, feed::FeedAgent* a, std::uint32_t handle_id) {
     engine = std::move(e);
@@ -54,6 +56,7 @@ struct Resolved {
   EnginePtr engine;
   feed::FeedAgent* agent = nullptr;
   verbs::Device* device = nullptr;
+  verbs::Device* alternate = nullptr;  // create*(engine, device, config, alternateDevice?)
 };
 
 std::uint32_t group_of(Napi::Env env, Napi::Value v, const std::string& where);
@@ -66,7 +69,8 @@ Napi::Object rc_peer_to_js(Napi::Env env, const verbs::RcPeer& p);
 Napi::Object recovery_session_to_js(Napi::Env env, const feed::RecoverySessionInfo& s);
 // limits: {maxMessages?, messagesPerSecond?, burstMessages?, replyBytes?, sendSlots?, recvSlots?}
 feed::RecoveryLimits limits_of(Napi::Env env, Napi::Value v, const std::string& where);
-// The engine, its feed agent and the device of create*(engine, device, config); TypeError if not those.
+// The engine, its feed agent and the devices of create*(engine, device,
+// config, alternateDevice?); TypeError if not those.
 Resolved resolve(const Napi::CallbackInfo& info, const FeedClasses& classes, const char* what);
 Napi::Array channels_of(Napi::Env env, const Napi::Object& config, const char* what);
 // A refused reservation: ENOMEM (the host cannot give it) as an Error with

@@ -160,7 +160,7 @@ class ServiceWrap : public Napi::ObjectWrap<ServiceWrap> {
       Napi::Object o = Napi::Object::New(env);
       o.Set("session", num(env, s.session));
       o.Set("role", s.role == orders::SessionRole::kRisk ? "risk" : "trading");
-      o.Set("device", s.device == orders::kAlternateDevice ? "alternate" : "primary");
+      o.Set("device", device_choice_to_js(env, s.device));
       o.Set("qpn", num(env, s.qpn));
       o.Set("state", std::string(verbs::qp_state_name(s.state)));
       o.Set("lastAppSeq", num(env, s.last_app_seq));

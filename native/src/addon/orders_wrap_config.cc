@@ -117,10 +117,6 @@ orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v) {
   return c;
 }
 
-std::uint8_t to_device_choice(Napi::Env env, Napi::Value v, const std::string& where) {
-  return to_choice(env, v, where, {"primary", "alternate"}) == 1 ? orders::kAlternateDevice : orders::kPrimaryDevice;
-}
-
 orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v) {
   const std::string w = kOpen;
   Napi::Object o = to_object(env, v, w);

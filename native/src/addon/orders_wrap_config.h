@@ -12,8 +12,6 @@ namespace qpgate::addon {
 // createService's config.
 orders::ServiceConfig to_service_config(Napi::Env env, Napi::Value v);
 // openSession's argument.
-// 'primary' or 'alternate': which of the order service's devices (orders::kPrimaryDevice...).
-std::uint8_t to_device_choice(Napi::Env env, Napi::Value v, const std::string& where);
 orders::SessionRequest to_session_request(Napi::Env env, Napi::Value v);
 
 }  // namespace qpgate::addon

@@ -147,6 +147,14 @@ verbs::AccessFlags to_access(Napi::Env env, Napi::Value v, const std::string& wh
   return out;
 }
 
+std::uint8_t to_device_choice(Napi::Env env, Napi::Value v, const std::string& where) {
+  return to_choice(env, v, where, {"primary", "alternate"}) == 1 ? verbs::kAlternateDevice : verbs::kPrimaryDevice;
+}
+
+Napi::String device_choice_to_js(Napi::Env env, std::uint8_t device) {
+  return Napi::String::New(env, device == verbs::kAlternateDevice ? "alternate" : "primary");
+}
+
 verbs::Gid to_gid(Napi::Env env, Napi::Value v, const std::string& where) {
   if (v.IsString()) {
     if (auto g = verbs::Gid::parse(v.As<Napi::String>().Utf8Value())) return *g;

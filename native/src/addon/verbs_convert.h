@@ -18,6 +18,7 @@
 #include "verbs/device.h"
 #include "verbs/error.h"
 #include "verbs/rc_path.h"
+#include "verbs/session_device.h"
 #include "verbs/wr.h"
 
 namespace qpgate::addon {
@@ -33,6 +34,9 @@ verbs::Gid to_gid(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::AhAttr to_ah_attr(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::QpCap to_cap(Napi::Env env, Napi::Value v, const std::string& where);
 verbs::QpType to_qp_type(Napi::Env env, Napi::Value v, const std::string& where);
+// 'primary' or 'alternate': which of a gateway's devices (verbs/session_device.h).
+std::uint8_t to_device_choice(Napi::Env env, Napi::Value v, const std::string& where);
+Napi::String device_choice_to_js(Napi::Env env, std::uint8_t device);
 // The attributes present in `v` and the mask they make.
 void to_qp_attr(Napi::Env env, Napi::Value v, verbs::QpAttr& attr, verbs::QpAttrMaskFlags& mask);
 

@@ -79,17 +79,18 @@ int FeedAgent::deliver(std::uint64_t now_ns) {
   return work;
 }
 
-verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config) {
+verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config,
+                                                      verbs::Device* alternate) {
   auto memory = reserve(config);
   if (!memory.ok()) return memory.error();
-  return add_publisher(device, config, std::move(memory).value());
+  return add_publisher(device, config, std::move(memory).value(), alternate);
 }
 
 verbs::Result<std::uint32_t> FeedAgent::add_publisher(verbs::Device& device, const PublisherConfig& config,
-                                                      PublisherReservation memory) {
+                                                      PublisherReservation memory, verbs::Device* alternate) {
   PublisherConfig c = config;
   if (c.previous_session == 0) c.previous_session = last_session_;
-  auto p = Publisher::create(device, c, std::move(memory), qpgate::monotonic_ns());
+  auto p = Publisher::create(device, c, std::move(memory), qpgate::monotonic_ns(), alternate);
   if (!p.ok()) return p.error();
   last_session_ = p.value()->session();
   const std::uint32_t id = next_id_++;
@@ -113,9 +114,10 @@ bool FeedAgent::remove_publisher(std::uint32_t id, PublisherReservation& release
   return true;
 }
 
-verbs::Result<std::uint32_t> FeedAgent::add_subscriber(verbs::Device& device, SubscriberConfig config) {
+verbs::Result<std::uint32_t> FeedAgent::add_subscriber(verbs::Device& device, SubscriberConfig config,
+                                                       verbs::Device* alternate) {
   config.id = next_id_++;
-  auto s = Subscriber::create(device, config);
+  auto s = Subscriber::create(device, config, alternate);
   if (!s.ok()) return s.error();
   subscribers_.emplace_back(config.id, std::move(s).value());
   return config.id;

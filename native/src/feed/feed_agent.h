@@ -61,15 +61,19 @@ class FeedAgent final : public engine::Agent, public engine::RecordHandler {
   // Engine thread. Ids are never reused within an agent. `memory` is
   // reserve(config), made on another thread: adding costs the duty cycle the
   // verbs objects and a pointer hand-off. Without it, reserves here (tests).
+  // `alternate`: a second device on another link, which line B leaves from
+  // (a publisher) or is received on (a subscriber); see Publisher::create.
   verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config,
-                                             PublisherReservation memory);
-  verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config);
+                                             PublisherReservation memory, verbs::Device* alternate = nullptr);
+  verbs::Result<std::uint32_t> add_publisher(verbs::Device& device, const PublisherConfig& config,
+                                             verbs::Device* alternate = nullptr);
   // Sends END_OF_SESSION and frees the publisher once its frames left (or 1 s).
   bool remove_publisher(std::uint32_t id);
   // Likewise, and hands its rings and snapshot stores to `released`, for the
   // caller to free off the engine thread.
   bool remove_publisher(std::uint32_t id, PublisherReservation& released);
-  verbs::Result<std::uint32_t> add_subscriber(verbs::Device& device, SubscriberConfig config);
+  verbs::Result<std::uint32_t> add_subscriber(verbs::Device& device, SubscriberConfig config,
+                                              verbs::Device* alternate = nullptr);
   bool remove_subscriber(std::uint32_t id);
 
   // Recovery sessions (engine thread): an RC QP per subscriber, bound to a publisher.

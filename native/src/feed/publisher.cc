@@ -70,6 +70,16 @@ std::size_t send_slot_size(const PublisherConfig& config) {
   return (slot_bytes + 63) & ~std::size_t{63};
 }
 
+// The send side's endpoint: the send slots, two SENDs (lines A and B) each.
+UdEndpointConfig endpoint_config(const PublisherConfig& config, std::size_t slot_bytes) {
+  UdEndpointConfig ec;
+  ec.buffer_bytes = slot_bytes * config.send_slots;
+  ec.send_wr = config.send_slots * 2;
+  ec.recv_wr = 1;
+  ec.qkey = config.qkey;
+  return ec;
+}
+
 bool reservation_fits(const PublisherConfig& config, const PublisherReservation& m) {
   if (m.channels.size() != config.channels.size() || m.send_slots.size() != send_slot_bytes(config)) return false;
   for (const auto& c : m.channels) {
@@ -183,49 +193,74 @@ verbs::Result<PublisherReservation> reserve(const PublisherConfig& config, int n
 }
 
 verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
-                                                            std::uint64_t now_ns) {
+                                                            std::uint64_t now_ns, verbs::Device* alternate) {
   auto memory = reserve(config);
   if (!memory.ok()) return memory.error();
-  return create(device, config, std::move(memory).value(), now_ns);
+  return create(device, config, std::move(memory).value(), now_ns, alternate);
 }
 
 verbs::Result<std::unique_ptr<Publisher>> Publisher::create(verbs::Device& device, const PublisherConfig& config,
-                                                            PublisherReservation memory, std::uint64_t now_ns) {
+                                                            PublisherReservation memory, std::uint64_t now_ns,
+                                                            verbs::Device* alternate) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed publisher: " + e};
   if (!reservation_fits(config, memory)) {
     return verbs::Error{EINVAL, "feed publisher: the reservation was not made for this config (reserve(config))"};
   }
+  if (alternate == &device) return verbs::Error{EINVAL, "feed publisher: the alternate device is the device itself"};
   const std::size_t slot_bytes = send_slot_size(config);
-  UdEndpointConfig ec;
-  ec.buffer_bytes = slot_bytes * config.send_slots;
-  ec.send_wr = config.send_slots * 2;
-  ec.recv_wr = 1;
-  ec.qkey = config.qkey;
-  auto ep = make_ud_endpoint(device, ec, std::move(memory.send_slots));
+  auto ep = make_ud_endpoint(device, endpoint_config(config, slot_bytes), std::move(memory.send_slots));
   if (!ep.ok()) return verbs::Error{ep.error().code, "feed publisher: " + ep.error().message};
-  auto source = verbs::choose_source_gid(device);
-  if (!source.ok()) return verbs::Error{source.error().code, "feed publisher: " + source.error().message};
-  // Line B leaves from the device's alternate address when it has one (a soft device with two
-  // addresses): on a host with two links each line then has its own (verbs/soft/path_nets.h).
-  const std::optional<verbs::SourceGid> alternate = verbs::choose_alternate_gid(device, *source);
-  const std::uint8_t line_sources[2] = {source->index, alternate ? alternate->index : source->index};
   std::unique_ptr<Publisher> p(new Publisher(config, std::move(ep).value(), memory, now_ns));
   p->slot_bytes_ = slot_bytes;
-  for (auto& c : p->channels_) {
+  if (alternate != nullptr) {
+    if (verbs::Status st = p->open_alternate(*alternate); !st.ok()) {
+      return verbs::Error{st.code(), "feed publisher: the alternate device: " + std::string(st.message())};
+    }
+  }
+  if (verbs::Status st = p->make_address_handles(device, alternate); !st.ok()) {
+    return verbs::Error{st.code(), "feed publisher: " + std::string(st.message())};
+  }
+  return p;
+}
+
+verbs::Status Publisher::open_alternate(verbs::Device& alternate) {
+  auto ep = make_ud_endpoint_over(alternate, endpoint_config(config_, slot_bytes_), ep_->memory);
+  if (!ep.ok()) return ep.error();
+  alternate_ep_ = std::move(ep).value();
+  return {};
+}
+
+// Each channel's A (and B) address handle on the PD of the endpoint its line leaves from.
+verbs::Status Publisher::make_address_handles(verbs::Device& device, verbs::Device* alternate) {
+  auto source = verbs::choose_source_gid(device);
+  if (!source.ok()) return source.error();
+  // Line B leaves from the alternate device's GID when there is one; else
+  // from the device's alternate address when it has one (a soft device with
+  // two addresses: verbs/soft/path_nets.h); else with line A.
+  std::uint8_t line_b_source = source->index;
+  if (alternate != nullptr) {
+    auto alt = verbs::choose_source_gid(*alternate);
+    if (!alt.ok()) return verbs::Error{alt.error().code, "the alternate device: " + alt.error().message};
+    line_b_source = alt->index;
+  } else if (const std::optional<verbs::SourceGid> second = verbs::choose_alternate_gid(device, *source)) {
+    line_b_source = second->index;
+  }
+  const std::uint8_t line_sources[2] = {source->index, line_b_source};
+  for (auto& c : channels_) {
     const std::uint32_t groups[2] = {c->config.group_a, c->config.group_b};
     for (int line = 0; line < 2; ++line) {
       if (groups[line] == 0) continue;
       verbs::AhAttr attr;
       attr.dgid = group_gid(groups[line]);
       attr.sgid_index = line_sources[line];  // IPv4 groups leave from an IPv4-mapped GID (rxe's index 0 is link-local IPv6)
-      attr.hop_limit = config.hop_limit;
-      auto ah = p->ep_->pd->create_ah(attr);
-      if (!ah.ok()) return verbs::Error{ah.error().code, "feed publisher: create_ah: " + ah.error().message};
+      attr.hop_limit = config_.hop_limit;
+      auto ah = line_endpoint(line).pd->create_ah(attr);
+      if (!ah.ok()) return verbs::Error{ah.error().code, "create_ah: " + ah.error().message};
       c->ah[line] = ah.value().get();
-      p->ahs_.push_back(std::move(ah).value());
+      ahs_.push_back(std::move(ah).value());
     }
   }
-  return p;
+  return {};
 }
 
 Publisher::Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> ep, PublisherReservation& memory,
@@ -249,7 +284,10 @@ Publisher::Publisher(const PublisherConfig& config, std::unique_ptr<UdEndpoint> 
 }
 
 Publisher::~Publisher() {
-  ep_.reset();  // the QP first (its WQEs point at the AHs and the slots), then the AHs
+  // The QPs first (their WQEs point at the AHs and the slots), the one over
+  // ep_'s memory before ep_; then the AHs.
+  alternate_ep_.reset();
+  ep_.reset();
   ahs_.clear();
 }
 
@@ -436,10 +474,11 @@ std::size_t Publisher::send_frame(Channel& c, std::span<const std::uint8_t> fram
       stats_->suppressed.add();
       continue;
     }
-    if (wr_count_ == kMaxBatch) post();
-    verbs::Sge& s = sges_[wr_count_];
-    s = ep_->sge(slot * slot_bytes_, static_cast<std::uint32_t>(frame.size()));
-    verbs::SendWr& wr = wrs_[wr_count_];
+    SendBatch& batch = line_batch(line);
+    if (batch.count == kMaxBatch) post();
+    verbs::Sge& s = batch.sges[batch.count];
+    s = line_endpoint(line).sge(slot * slot_bytes_, static_cast<std::uint32_t>(frame.size()));
+    verbs::SendWr& wr = batch.wrs[batch.count];
     wr = verbs::SendWr{};
     wr.wr_id = slot;
     wr.sg_list = std::span<const verbs::Sge>(&s, 1);
@@ -449,7 +488,7 @@ std::size_t Publisher::send_frame(Channel& c, std::span<const std::uint8_t> fram
     wr.ud.remote_qpn = verbs::kMulticastQpn;
     wr.ud.remote_qkey = config_.qkey;
     ++slots_[slot].outstanding;
-    ++wr_count_;
+    ++batch.count;
   }
   c.last_send_ns = now_ns;
   if (slots_[slot].outstanding == 0) {  // every line disabled: the slot was not used
@@ -460,16 +499,8 @@ std::size_t Publisher::send_frame(Channel& c, std::span<const std::uint8_t> fram
 }
 
 void Publisher::post() {
-  if (wr_count_ > 0) {
-    const verbs::PostSendResult r = ep_->qp->post_send(std::span<const verbs::SendWr>(wrs_.data(), wr_count_));
-    for (std::size_t i = r.posted(); i < wr_count_; ++i) {
-      // Not posted: the slot's SEND will never complete.
-      Slot& s = slots_[wrs_[i].wr_id];
-      if (--s.outstanding == 0) ++free_slots_;
-      stats_->post_errors.add();
-    }
-    wr_count_ = 0;
-  }
+  post(batches_[0], *ep_);
+  if (alternate_ep_) post(batches_[1], *alternate_ep_);
   if (stamp_count_ > 0) {
     const std::uint64_t now = qpgate::monotonic_ns();
     for (std::size_t i = 0; i < stamp_count_; ++i) {
@@ -480,11 +511,25 @@ void Publisher::post() {
   keep_posted_frames();  // before any reap can free their slots
 }
 
-int Publisher::reap() {
+void Publisher::post(SendBatch& batch, UdEndpoint& ep) {
+  if (batch.count == 0) return;
+  const verbs::PostSendResult r = ep.qp->post_send(std::span<const verbs::SendWr>(batch.wrs.data(), batch.count));
+  for (std::size_t i = r.posted(); i < batch.count; ++i) {
+    // Not posted: the slot's SEND will never complete.
+    Slot& s = slots_[batch.wrs[i].wr_id];
+    if (--s.outstanding == 0) ++free_slots_;
+    stats_->post_errors.add();
+  }
+  batch.count = 0;
+}
+
+int Publisher::reap() { return reap(*ep_) + (alternate_ep_ ? reap(*alternate_ep_) : 0); }
+
+int Publisher::reap(UdEndpoint& ep) {
   std::array<verbs::Wc, 64> wcs;
   int reaped = 0;
   for (;;) {
-    auto n = ep_->cq->poll(wcs);
+    auto n = ep.cq->poll(wcs);
     if (!n.ok() || *n == 0) break;
     for (std::size_t i = 0; i < *n; ++i) {
       const verbs::Wc& wc = wcs[i];

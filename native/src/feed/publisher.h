@@ -12,7 +12,8 @@
 //
 // Sending a frame: first_seq from the channel's sequence, send_time_ns =
 // CLOCK_REALTIME, copied into a registered send slot and posted once per
-// line (A, and B if configured: the same bytes on both groups); once
+// line (A, and B if configured: the same bytes on both groups; B from the
+// alternate device when the publisher has one, A from the device); once
 // posted, kept in the channel's retransmission ring and applied to its
 // snapshot store (from the send slot, which holds the bytes until the SEND
 // completes: the keeping, cold memory mostly, is not on the way to the wire;
@@ -138,12 +139,17 @@ enum class PublishStatus : std::uint8_t { kOk, kRetry, kUnknownChannel, kMalform
 
 class Publisher {
  public:
-  // Engine thread: takes `memory` (from reserve(config)) and makes the verbs objects.
+  // Engine thread: takes `memory` (from reserve(config)) and makes the verbs
+  // objects. `alternate`: a second device on another link (an ibv gateway's
+  // backend.alternateDevice), which line B leaves from, so a subscriber with
+  // a device on each link keeps one line when either link fails
+  // (docs/protocol.md 1.11); both devices outlive the publisher.
   static verbs::Result<std::unique_ptr<Publisher>> create(verbs::Device& device, const PublisherConfig& config,
-                                                          PublisherReservation memory, std::uint64_t now_ns);
+                                                          PublisherReservation memory, std::uint64_t now_ns,
+                                                          verbs::Device* alternate = nullptr);
   // Reserves on the calling thread first (tests, tools).
   static verbs::Result<std::unique_ptr<Publisher>> create(verbs::Device& device, const PublisherConfig& config,
-                                                          std::uint64_t now_ns);
+                                                          std::uint64_t now_ns, verbs::Device* alternate = nullptr);
   ~Publisher();
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
@@ -162,7 +168,7 @@ class Publisher {
   // Sends the pending frames and an END_OF_SESSION on every channel; then
   // the owner keeps calling do_work until drained() before destroying it.
   void close(std::uint64_t now_ns);
-  bool drained() const { return free_slots_ == slots_.size() && wr_count_ == 0; }
+  bool drained() const { return free_slots_ == slots_.size() && batches_[0].count == 0 && batches_[1].count == 0; }
   // After close(): gives up the channels' rings and snapshot stores (nothing
   // reads them once closed), so the owner frees them off the engine thread.
   PublisherReservation release_channel_memory();
@@ -177,6 +183,8 @@ class Publisher {
   // The UD QP the frames leave on, for the control plane's QP table (state,
   // PSN, Q_Key, counters). Engine thread only, like every verbs call.
   const verbs::QueuePair& qp() const { return *ep_->qp; }
+  // Line B's UD QP on the alternate device; nullptr when line B leaves from qp().
+  const verbs::QueuePair* alternate_qp() const { return alternate_ep_ ? alternate_ep_->qp.get() : nullptr; }
   // For tests and the recovery service.
   const RetransmitRing* ring(std::uint16_t channel) const;
   const SnapshotStore* snapshot(std::uint16_t channel) const;
@@ -200,8 +208,13 @@ class Publisher {
   static std::uint64_t heartbeat_due_ns(const Channel& c);
   std::size_t slots_needed(const Channel& c, std::size_t bytes, std::uint16_t count) const;
 
+  // Line B's endpoint on the alternate device, over ep_'s send slots.
+  verbs::Status open_alternate(verbs::Device& alternate);
+  verbs::Status make_address_handles(verbs::Device& device, verbs::Device* alternate);
+
   PublisherConfig config_;
   std::unique_ptr<UdEndpoint> ep_;
+  std::unique_ptr<UdEndpoint> alternate_ep_;  // null: line B leaves from ep_
   std::vector<std::unique_ptr<verbs::AddressHandle>> ahs_;  // per channel: A, B (may be null)
   std::vector<std::unique_ptr<Channel>> channels_;
   std::shared_ptr<PublisherStats> stats_;
@@ -213,11 +226,20 @@ class Publisher {
   std::vector<Slot> slots_;
   std::size_t next_slot_ = 0;
   std::size_t free_slots_ = 0;
-  // The post batch: WRs and their SGEs (fixed capacity, no allocation).
+  // The post batches, one per endpoint (ep_, alternate_ep_): WRs and their
+  // SGEs (fixed capacity, no allocation).
   static constexpr std::size_t kMaxBatch = 64;
-  std::array<verbs::SendWr, kMaxBatch> wrs_{};
-  std::array<verbs::Sge, kMaxBatch> sges_{};
-  std::size_t wr_count_ = 0;
+  struct SendBatch {
+    std::array<verbs::SendWr, kMaxBatch> wrs{};
+    std::array<verbs::Sge, kMaxBatch> sges{};
+    std::size_t count = 0;
+  };
+  std::array<SendBatch, 2> batches_{};
+  // The endpoint a line leaves from.
+  UdEndpoint& line_endpoint(int line) { return line == 1 && alternate_ep_ ? *alternate_ep_ : *ep_; }
+  SendBatch& line_batch(int line) { return batches_[line == 1 && alternate_ep_ ? 1 : 0]; }
+  void post(SendBatch& batch, UdEndpoint& ep);
+  int reap(UdEndpoint& ep);
   // Data frames in the post batch, kept once it is posted (each has a WR in it).
   struct Unkept {
     Channel* channel = nullptr;

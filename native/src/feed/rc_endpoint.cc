@@ -65,7 +65,7 @@ std::size_t RcEndpoint::poll(std::span<Completion> out) {
     if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
       failed_ = true;
       connected_ = false;
-      out[i] = Completion{Completion::Kind::kError, slot, {}};
+      out[i] = Completion{Completion::Kind::kError, slot, {}, wc.status};
     } else if (verbs::RcChannel::is_send(wc)) {
       out[i] = Completion{Completion::Kind::kSent, slot, {}};
     } else {

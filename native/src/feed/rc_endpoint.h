@@ -44,6 +44,7 @@ class RcEndpoint {
     enum class Kind : std::uint8_t { kReceived, kSent, kError } kind;
     std::uint32_t slot;
     std::span<const std::uint8_t> bytes;  // kReceived: valid until repost(slot)
+    verbs::WcStatus status = verbs::WcStatus::IBV_WC_SUCCESS;  // kError: why
   };
   // Polls up to out.size() completions; a send completion frees its slot.
   std::size_t poll(std::span<Completion> out);

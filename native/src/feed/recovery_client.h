@@ -80,6 +80,7 @@ class RecoveryClient {
       const auto& c = done[i];
       if (c.kind == RcEndpoint::Completion::Kind::kError) {
         counters_->errors.add();
+        if (c.status == verbs::WcStatus::IBV_WC_RETRY_EXC_ERR) counters_->retry_exceeded.add();
       } else if (c.kind == RcEndpoint::Completion::Kind::kReceived) {
         const char* error = nullptr;
         if (recovery::decode_reply(c.bytes, *reply_, &error)) {

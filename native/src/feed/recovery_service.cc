@@ -96,8 +96,8 @@ void RecoveryService::close_publisher(std::uint32_t publisher) {
 std::vector<RecoverySessionInfo> RecoveryService::sessions() const {
   std::vector<RecoverySessionInfo> out;
   for (const auto& s : sessions_) {
-    out.push_back(RecoverySessionInfo{s->config.session, s->config.publisher, s->ep->qpn(), s->ep->state(),
-                                      s->config.channels, s->counters, s->ep->path()});
+    out.push_back(RecoverySessionInfo{s->config.session, s->config.publisher, s->config.device, s->ep->qpn(),
+                                      s->ep->state(), s->config.channels, s->counters, s->ep->path()});
   }
   return out;
 }

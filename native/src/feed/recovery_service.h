@@ -35,6 +35,7 @@
 #include "feed/recovery_codec.h"
 #include "feed/snapshot_frames.h"
 #include "feed/token_bucket.h"
+#include "verbs/session_device.h"
 
 namespace qpgate::feed {
 
@@ -58,6 +59,8 @@ std::string validate(const RecoveryLimits& limits);
 struct RecoverySessionConfig {
   std::uint32_t session = 0;     // the control plane's session id (u32 > 0)
   std::uint32_t publisher = 0;   // FeedAgent publisher id
+  // Which of the gateway's devices open() was given (verbs/session_device.h): reported, not used.
+  std::uint8_t device = verbs::kPrimaryDevice;
   std::vector<std::uint16_t> channels;  // entitled channels
   verbs::RcPeer remote;
   RecoveryLimits limits;
@@ -86,6 +89,7 @@ struct RecoverySessionCounters {
 struct RecoverySessionInfo {
   std::uint32_t session = 0;
   std::uint32_t publisher = 0;
+  std::uint8_t device = verbs::kPrimaryDevice;
   std::uint32_t qpn = 0;
   verbs::QpState state = verbs::QpState::RESET;
   std::vector<std::uint16_t> channels;

@@ -40,10 +40,12 @@ std::string validate(const SubscriberConfig& c) {
   return "";
 }
 
-verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& device, const SubscriberConfig& config) {
+verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& device, const SubscriberConfig& config,
+                                                              verbs::Device* alternate) {
   if (std::string e = validate(config); !e.empty()) return verbs::Error{EINVAL, "feed subscriber: " + e};
+  if (alternate == &device) return verbs::Error{EINVAL, "feed subscriber: the alternate device is the device itself"};
   std::unique_ptr<Subscriber> s(new Subscriber(config));
-  s->device_ = &device;
+  s->devices_ = {&device, alternate};
   if (config.recovery.enabled) {
     auto rc = RecoveryClient::create(device, config.recovery);
     if (!rc.ok()) return verbs::Error{rc.error().code, "feed subscriber: recovery connection: " + rc.error().message};
@@ -51,35 +53,49 @@ verbs::Result<std::unique_ptr<Subscriber>> Subscriber::create(verbs::Device& dev
   }
   s->make_channels();
   s->slot_bytes_ = (kGrhBytes + config.max_frame_bytes + 63) & ~std::size_t{63};
-  UdEndpointConfig ec;
-  ec.buffer_bytes = s->slot_bytes_ * config.recv_slots;
-  ec.send_wr = 1;
-  ec.recv_wr = config.recv_slots;
-  ec.qkey = config.qkey;
-  auto ep = make_ud_endpoint(device, ec);
-  if (!ep.ok()) return verbs::Error{ep.error().code, "feed subscriber: " + ep.error().message};
-  s->ep_ = std::move(ep).value();
-  for (std::uint32_t i = 0; i < config.recv_slots; ++i) s->to_repost_.push_back(i);
-  s->post_receives();
-  for (const auto& c : s->channels_) {
-    for (std::uint32_t g : {c->config.group_a, c->config.group_b}) {
-      if (g == 0) continue;
-      if (verbs::Status st = s->ep_->qp->attach_mcast(group_gid(g)); !st.ok()) {
-        return verbs::Error{st.error().code, "feed subscriber: attach_mcast(" + verbs::ipv4_to_string(g) + "): " + st.error().message};
-      }
+  if (verbs::Status st = s->add_receiver(device, true, alternate == nullptr); !st.ok()) {
+    return verbs::Error{st.code(), "feed subscriber: " + std::string(st.message())};
+  }
+  if (alternate != nullptr) {
+    if (verbs::Status st = s->add_receiver(*alternate, false, true); !st.ok()) {
+      return verbs::Error{st.code(), "feed subscriber: the alternate device: " + std::string(st.message())};
     }
   }
   return s;
 }
 
-Subscriber::Subscriber(const SubscriberConfig& config)
-    : config_(config), stats_(std::make_shared<SubscriberStats>(config.channels.size())) {
-  to_repost_.reserve(config.recv_slots);
-  recv_wrs_.resize(config.recv_slots);
-  recv_sges_.resize(config.recv_slots);
+// A UD QP on `device`, its receive slots posted, attached to the channels' A
+// groups (line_a) and B groups (line_b).
+verbs::Status Subscriber::add_receiver(verbs::Device& device, bool line_a, bool line_b) {
+  UdEndpointConfig ec;
+  ec.buffer_bytes = slot_bytes_ * config_.recv_slots;
+  ec.send_wr = 1;
+  ec.recv_wr = config_.recv_slots;
+  ec.qkey = config_.qkey;
+  auto ep = make_ud_endpoint(device, ec);
+  if (!ep.ok()) return ep.error();
+  Receiver& r = receivers_.emplace_back();
+  r.ep = std::move(ep).value();
+  r.to_repost.reserve(config_.recv_slots);
+  r.wrs.resize(config_.recv_slots);
+  r.sges.resize(config_.recv_slots);
+  for (std::uint32_t i = 0; i < config_.recv_slots; ++i) r.to_repost.push_back(i);
+  post_receives(r);
+  for (const auto& c : channels_) {
+    for (std::uint32_t g : {line_a ? c->config.group_a : 0, line_b ? c->config.group_b : 0}) {
+      if (g == 0) continue;
+      if (verbs::Status st = r.ep->qp->attach_mcast(group_gid(g)); !st.ok()) {
+        return verbs::Error{st.error().code, "attach_mcast(" + verbs::ipv4_to_string(g) + "): " + st.error().message};
+      }
+    }
+  }
+  return {};
 }
 
-Subscriber::~Subscriber() = default;  // the endpoint destroys the QP (leaving the groups) first
+Subscriber::Subscriber(const SubscriberConfig& config)
+    : config_(config), stats_(std::make_shared<SubscriberStats>(config.channels.size())) {}
+
+Subscriber::~Subscriber() = default;  // each endpoint destroys its QP (leaving the groups) first
 
 void Subscriber::make_channels() {
   for (std::size_t i = 0; i < config_.channels.size(); ++i) {
@@ -117,12 +133,16 @@ verbs::Status Subscriber::connect_recovery(const verbs::RcPeer& gateway) {
   return {};
 }
 
-verbs::Result<verbs::RcPeer> Subscriber::renew_recovery() {
+verbs::Result<verbs::RcPeer> Subscriber::renew_recovery(std::uint8_t device) {
   if (!recovery_) return verbs::Error{EINVAL, "feed subscriber: no recovery connection configured"};
-  auto rc = RecoveryClient::create(*device_, config_.recovery, recovery_->shared_counters());
+  if (device >= devices_.size() || devices_[device] == nullptr) {
+    return verbs::Error{EINVAL, "feed subscriber: no alternate device to renew the recovery connection on"};
+  }
+  auto rc = RecoveryClient::create(*devices_[device], config_.recovery, recovery_->shared_counters());
   if (!rc.ok()) return verbs::Error{rc.error().code, "feed subscriber: recovery connection: " + rc.error().message};
   for (auto& c : channels_) c->set_client(rc->get());
   recovery_ = std::move(rc).value();
+  recovery_device_ = device;
   return recovery_->local();
 }
 
@@ -133,36 +153,36 @@ const Arbiter* Subscriber::arbiter(std::uint16_t channel) const {
   return nullptr;
 }
 
-int Subscriber::post_receives() {
-  if (to_repost_.empty()) return 0;
-  const std::size_t n = to_repost_.size();
+int Subscriber::post_receives(Receiver& r) {
+  if (r.to_repost.empty()) return 0;
+  const std::size_t n = r.to_repost.size();
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t slot = to_repost_[i];
-    recv_sges_[i] = ep_->sge(slot * slot_bytes_, static_cast<std::uint32_t>(slot_bytes_));
-    recv_wrs_[i] = verbs::RecvWr{};
-    recv_wrs_[i].wr_id = slot;
-    recv_wrs_[i].sg_list = std::span<const verbs::Sge>(&recv_sges_[i], 1);
+    const std::uint32_t slot = r.to_repost[i];
+    r.sges[i] = r.ep->sge(slot * slot_bytes_, static_cast<std::uint32_t>(slot_bytes_));
+    r.wrs[i] = verbs::RecvWr{};
+    r.wrs[i].wr_id = slot;
+    r.wrs[i].sg_list = std::span<const verbs::Sge>(&r.sges[i], 1);
   }
-  const verbs::PostRecvResult r = ep_->qp->post_recv(std::span<const verbs::RecvWr>(recv_wrs_.data(), n));
+  const verbs::PostRecvResult posted = r.ep->qp->post_recv(std::span<const verbs::RecvWr>(r.wrs.data(), n));
   // Anything not posted (the QP went to error) stays out: counted as errors.
-  if (!r.ok()) stats_->recv_errors.add(n - r.posted());
-  to_repost_.clear();
+  if (!posted.ok()) stats_->recv_errors.add(n - posted.posted());
+  r.to_repost.clear();
   return static_cast<int>(n);
 }
 
 // One receive completion: the datagram's group picks the channel and line,
 // its frame goes to that channel's arbiter (counted on the way).
-void Subscriber::on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at) {
+void Subscriber::on_completion(Receiver& r, const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at) {
   if (wc.opcode != verbs::WcOpcode::RECV && wc.status == verbs::WcStatus::IBV_WC_SUCCESS) return;
   if (wc.wr_id >= config_.recv_slots) return;  // the one send WR never used
   const auto slot = static_cast<std::uint32_t>(wc.wr_id);
-  to_repost_.push_back(slot);
+  r.to_repost.push_back(slot);
   if (wc.status != verbs::WcStatus::IBV_WC_SUCCESS) {
     stats_->recv_errors.add();
     return;
   }
   stats_->received.add();
-  const std::uint8_t* buf = ep_->at(slot * slot_bytes_);
+  const std::uint8_t* buf = r.ep->at(slot * slot_bytes_);
   if (wc.byte_len < kGrhBytes) return;
   const std::uint32_t dst = (std::uint32_t{buf[36]} << 24) | (std::uint32_t{buf[37]} << 16) |
                             (std::uint32_t{buf[38]} << 8) | std::uint32_t{buf[39]};
@@ -206,22 +226,28 @@ void Subscriber::on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::u
   ch->counters.other_session_frames.add(after.line[li].other_session_frames - before.line[li].other_session_frames);
 }
 
-int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
+// Up to 4 x 32 completions of one receiver, its slots posted again.
+int Subscriber::poll(Receiver& r, std::uint64_t now_ns) {
   std::array<verbs::Wc, 32> wcs;
+  int work = 0;
+  for (int round = 0; round < 4; ++round) {
+    auto n = r.ep->cq->poll(wcs);
+    if (!n.ok() || *n == 0) break;
+    const std::uint64_t received_at = qpgate::realtime_ns();
+    for (std::size_t i = 0; i < *n; ++i) on_completion(r, wcs[i], now_ns, received_at);
+    work += static_cast<int>(*n);
+    if (*n < wcs.size()) break;
+  }
+  return work + post_receives(r);
+}
+
+int Subscriber::do_work(std::uint64_t now_ns, engine::SpscProducer& out) {
   int work = 0;
   for (auto& c : channels_) {
     c->out = &out;
     c->now_ns = now_ns;
   }
-  for (int round = 0; round < 4; ++round) {
-    auto n = ep_->cq->poll(wcs);
-    if (!n.ok() || *n == 0) break;
-    const std::uint64_t received_at = qpgate::realtime_ns();
-    for (std::size_t i = 0; i < *n; ++i) on_completion(wcs[i], now_ns, received_at);
-    work += static_cast<int>(*n);
-    if (*n < wcs.size()) break;
-  }
-  work += post_receives();
+  for (Receiver& r : receivers_) work += poll(r, now_ns);
   // Holes waiting for the other line: declare them lost once they waited long enough.
   deadline_ns_ = 0;
   for (auto& c : channels_) {

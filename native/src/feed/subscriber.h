@@ -1,5 +1,7 @@
 // The feed subscriber's native half (docs/protocol.md 2.7, 2.11): one UD QP
-// attached to each subscribed channel's A (and B) groups, receive buffers of
+// attached to each subscribed channel's A (and B) groups — with an alternate
+// device (a second link), a second UD QP there for the B groups, so either
+// link alone still delivers one line — receive buffers of
 // 40 (GRH) + frame size bytes, frames parsed and counted (FrameParser
 // counters), A/B arbitrated and gap-checked (Arbiter: first copy wins, a
 // frame ahead of a hole waits a bounded time for the other line), and
@@ -26,6 +28,7 @@
 // One thread (the engine's). No locks; counters are readable anywhere.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -41,6 +44,7 @@
 #include "feed/ud_endpoint.h"
 #include "metrics/latency_histogram.h"
 #include "verbs/device.h"
+#include "verbs/session_device.h"
 
 namespace qpgate::feed {
 
@@ -90,7 +94,11 @@ class SubscriberChannel;
 
 class Subscriber {
  public:
-  static verbs::Result<std::unique_ptr<Subscriber>> create(verbs::Device& device, const SubscriberConfig& config);
+  // `alternate`: a second device on another link (ibv; docs/protocol.md 1.11)
+  // which line B is received on and the recovery connection may move to
+  // (renew_recovery); both devices outlive the subscriber.
+  static verbs::Result<std::unique_ptr<Subscriber>> create(verbs::Device& device, const SubscriberConfig& config,
+                                                           verbs::Device* alternate = nullptr);
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
@@ -112,31 +120,46 @@ class Subscriber {
   // A new recovery connection (a new RC QP) in place of the current one,
   // which is destroyed: after the gateway restarted or the QP failed, the
   // old one can never answer. Returns our new side for the handshake; what
-  // the channels still need waits for connect_recovery().
-  verbs::Result<verbs::RcPeer> renew_recovery();
+  // the channels still need waits for connect_recovery(). `device`
+  // (verbs/session_device.h): kAlternateDevice makes it on the alternate
+  // device (a failover: the first link is gone); EINVAL without one.
+  verbs::Result<verbs::RcPeer> renew_recovery(std::uint8_t device = verbs::kPrimaryDevice);
+  // The device the recovery connection is on.
+  std::uint8_t recovery_device() const { return recovery_device_; }
+  bool has_alternate_device() const { return devices_[verbs::kAlternateDevice] != nullptr; }
   // The application's queue (lag, drops), reported to the gateway over the recovery connection.
   const std::shared_ptr<ConsumerLoad>& consumer_load() const { return consumer_; }
 
  private:
   using Channel = SubscriberChannel;
+  // One UD QP with its receive slots: on the device (groups A, and B without
+  // an alternate device), or on the alternate device (groups B).
+  struct Receiver {
+    std::unique_ptr<UdEndpoint> ep;
+    std::vector<std::uint32_t> to_repost;
+    std::vector<verbs::RecvWr> wrs;
+    std::vector<verbs::Sge> sges;
+  };
   explicit Subscriber(const SubscriberConfig& config);
-  int post_receives();
-  void on_completion(const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at);
+  verbs::Status add_receiver(verbs::Device& device, bool line_a, bool line_b);
+  int post_receives(Receiver& r);
+  int poll(Receiver& r, std::uint64_t now_ns);
+  void on_completion(Receiver& r, const verbs::Wc& wc, std::uint64_t now_ns, std::uint64_t received_at);
   void make_channels();
 
   SubscriberConfig config_;
-  verbs::Device* device_ = nullptr;  // outlives the subscriber (the feed agent removes it first)
-  std::unique_ptr<UdEndpoint> ep_;
+  // [kPrimaryDevice], [kAlternateDevice] (null without one); they outlive the
+  // subscriber (the feed agent removes it first).
+  std::array<verbs::Device*, 2> devices_{};
+  std::vector<Receiver> receivers_;
   std::unique_ptr<RecoveryClient> recovery_;
+  std::uint8_t recovery_device_ = verbs::kPrimaryDevice;
   std::shared_ptr<ConsumerLoad> consumer_ = std::make_shared<ConsumerLoad>();
   std::uint64_t next_report_ns_ = 0;
   void report(std::uint64_t now_ns);
   std::vector<std::unique_ptr<Channel>> channels_;
   std::shared_ptr<SubscriberStats> stats_;
   std::size_t slot_bytes_ = 0;
-  std::vector<std::uint32_t> to_repost_;
-  std::vector<verbs::RecvWr> recv_wrs_;
-  std::vector<verbs::Sge> recv_sges_;
   std::uint64_t deadline_ns_ = 0;
 };
 

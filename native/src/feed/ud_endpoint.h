@@ -2,10 +2,16 @@
 // PD, one CQ, one registered buffer and a UD QP in RTS, made on a
 // verbs::Device (the soft device or an ibv one) on the engine thread that
 // drives it. Destroyed in the reverse order (the QP first).
+//
+// A publisher whose line B leaves from a second device (an ibv gateway's
+// backend.alternateDevice) has a second endpoint there that registers the
+// first one's buffer instead of owning one: each frame is copied once and
+// sent from both devices.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "verbs/device.h"
@@ -20,7 +26,8 @@ inline constexpr std::size_t kGrhBytes = 40;
 struct UdEndpoint {
   std::unique_ptr<verbs::ProtectionDomain> pd;
   std::unique_ptr<verbs::CompletionQueue> cq;
-  std::vector<std::uint8_t> buffer;
+  std::vector<std::uint8_t> buffer;   // owned memory (empty when `memory` is another endpoint's)
+  std::span<std::uint8_t> memory;     // what `mr` registers: `buffer`, or another endpoint's
   std::unique_ptr<verbs::MemoryRegion> mr;
   std::unique_ptr<verbs::QueuePair> qp;
 
@@ -28,9 +35,9 @@ struct UdEndpoint {
     qp.reset();  // before the CQ and the memory its WQEs point at
     mr.reset();
   }
-  std::uint8_t* at(std::size_t offset) { return buffer.data() + offset; }
+  std::uint8_t* at(std::size_t offset) { return memory.data() + offset; }
   verbs::Sge sge(std::size_t offset, std::uint32_t length) const {
-    return verbs::Sge{reinterpret_cast<std::uint64_t>(buffer.data() + offset), length, mr->lkey()};
+    return verbs::Sge{reinterpret_cast<std::uint64_t>(memory.data() + offset), length, mr->lkey()};
   }
 };
 
@@ -45,6 +52,10 @@ struct UdEndpointConfig {
 // config.buffer_bytes; otherwise the buffer is allocated here.
 verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint(verbs::Device& device, const UdEndpointConfig& config,
                                                             std::vector<std::uint8_t> buffer = {});
+// An endpoint on `device` over `memory`, which another endpoint owns and
+// which must outlive this one (config.buffer_bytes is ignored).
+verbs::Result<std::unique_ptr<UdEndpoint>> make_ud_endpoint_over(verbs::Device& device, const UdEndpointConfig& config,
+                                                                 std::span<std::uint8_t> memory);
 
 // A group's MGID (::ffff:a.b.c.d) from a host-order IPv4 multicast address.
 verbs::Gid group_gid(std::uint32_t group_host);

@@ -73,6 +73,7 @@
 #include "orders/resend_rebuilder.h"
 #include "orders/resend_store.h"
 #include "verbs/rc_path.h"
+#include "verbs/session_device.h"
 #include "verbs/source_gid.h"
 
 namespace qpgate::orders {
@@ -95,13 +96,11 @@ struct ServiceConfig {
 // "" when valid, else what is wrong (naming the field).
 std::string validate(const ServiceConfig& config);
 
-// Which of the service's devices a session runs on (SessionRequest::device).
-// The alternate is a second RDMA device on another link, given to open():
-// a client whose device has no automatic path migration (rxe) fails over to
-// it at the application level, a new handshake there and a resend by
-// app_seq (docs/protocol.md 1.11).
-inline constexpr std::uint8_t kPrimaryDevice = 0;
-inline constexpr std::uint8_t kAlternateDevice = 1;
+// Which of the service's devices a session runs on (SessionRequest::device;
+// verbs/session_device.h). The alternate is given to open(); the resend
+// after a failover goes by app_seq.
+using verbs::kAlternateDevice;
+using verbs::kPrimaryDevice;
 
 struct SessionRequest {
   std::uint32_t session = 0;

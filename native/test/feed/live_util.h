@@ -125,7 +125,24 @@ struct Records {
     }
     return out;
   }
+  // Live and recovered messages' sequences, in delivery order (snapshot frames left out).
+  std::vector<std::uint64_t> live_sequences() const {
+    std::vector<std::uint64_t> out;
+    for (const auto& f : frames) {
+      if ((f.flags & flags::kSnapshot) != 0) continue;
+      for (std::uint16_t i = f.skip; i < f.count; ++i) out.push_back(f.first_seq + i);
+    }
+    return out;
+  }
 };
+
+// `seqs` is exactly first..last, in order.
+inline void expect_contiguous(const std::vector<std::uint64_t>& seqs, std::uint64_t first, std::uint64_t last) {
+  ASSERT_EQ(seqs.size(), last - first + 1);
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(seqs[i], first + i) << "at delivery " << i;
+  }
+}
 
 inline void spin_until(const std::function<bool()>& done, const std::function<void()>& step, int timeout_ms = 3000) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -101,23 +101,7 @@ struct Rig {
     }
   }
   const SubscriberChannelCounters& counters() const { return sub->stats()->channels[0]; }
-  // Live and recovered message sequences delivered, in order (snapshot frames left out).
-  std::vector<std::uint64_t> live_sequences() const {
-    std::vector<std::uint64_t> out;
-    for (const auto& f : got.frames) {
-      if ((f.flags & flags::kSnapshot) != 0) continue;
-      for (std::uint16_t i = f.skip; i < f.count; ++i) out.push_back(f.first_seq + i);
-    }
-    return out;
-  }
 };
-
-void expect_contiguous(const std::vector<std::uint64_t>& seqs, std::uint64_t first, std::uint64_t last) {
-  ASSERT_EQ(seqs.size(), last - first + 1);
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
-    ASSERT_EQ(seqs[i], first + i) << "at delivery " << i;
-  }
-}
 
 TEST(FeedRecovery, FivePercentDropEveryGapRecoveredEveryMessageOnceInOrder) {
   Rig rig("127.77.91.1", "127.77.91.2");
@@ -135,7 +119,7 @@ TEST(FeedRecovery, FivePercentDropEveryGapRecoveredEveryMessageOnceInOrder) {
   rig.publish(kMessages);
   rig.run_until([&] { return rig.counters().expected.get() == kMessages + 1 && rig.counters().held.get() == 0; });
 
-  expect_contiguous(rig.live_sequences(), 1, kMessages);
+  expect_contiguous(rig.got.live_sequences(), 1, kMessages);
   const auto& c = rig.counters();
   EXPECT_GT(c.gaps.get(), 10u);
   EXPECT_EQ(c.unrecoverable.get(), 0u);
@@ -193,7 +177,7 @@ TEST(FeedRecovery, LateJoinerGetsSnapshotThenTheStreamWithNoGap) {
   for (std::size_t k = i; k < rig.got.frames.size(); ++k) EXPECT_EQ(rig.got.frames[k].flags & flags::kSnapshot, 0);
   // Then the stream, from the snapshot's last_sequence + 1 to the end, no gap.
   ASSERT_GT(resume, 500u);
-  expect_contiguous(rig.live_sequences(), resume, 1000);
+  expect_contiguous(rig.got.live_sequences(), resume, 1000);
 }
 
 TEST(FeedRecovery, GapOlderThanTheRingIsUnrecoverableThenResyncedFromASnapshot) {
@@ -563,7 +547,7 @@ TEST(FeedRecovery, FloodingSessionIsThrottledWhileTheLiveFeedFlows) {
   EXPECT_EQ(s[1].counters->by_status[static_cast<std::size_t>(recovery::Status::kThrottled)].get(),
             static_cast<std::uint64_t>(statuses[recovery::Status::kThrottled]));
   // The live feed was not starved: every message, in order, no gap.
-  expect_contiguous(rig.live_sequences(), 1, 2200);
+  expect_contiguous(rig.got.live_sequences(), 1, 2200);
   EXPECT_EQ(rig.counters().gaps.get(), 0u);
 }
 
@@ -586,7 +570,7 @@ TEST(FeedRecovery, AFullDeliveryRingLosesNothingItsFramesAreRecovered) {
   rig.app_reads = true;
   rig.run_until([&] { return rig.counters().expected.get() == kMessages + 1 && rig.counters().held.get() == 0; });
 
-  expect_contiguous(rig.live_sequences(), 1, kMessages);
+  expect_contiguous(rig.got.live_sequences(), 1, kMessages);
   const auto& c = rig.counters();
   EXPECT_TRUE(rig.got.gaps.empty());
   EXPECT_EQ(c.unrecoverable.get(), 0u);

@@ -66,7 +66,7 @@ export const SessionOpenBody = Type.Object(
     device: Type.Optional(
       Type.Union([Type.Literal('primary'), Type.Literal('alternate')], {
         description:
-          "which of the gateway's devices to open on: 'primary' (default) or 'alternate' (backend.alternateDevice, trading and risk). A client fails over with it: a name connected on the other device is closed first (docs/protocol.md §1.11)",
+          "which of the gateway's devices to open on: 'primary' (default) or 'alternate' (backend.alternateDevice). A client fails over with it: a name connected on the other device is closed first (docs/protocol.md §1.11)",
       }),
     ),
     accounts: Type.Optional(
@@ -270,9 +270,6 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
       }
       if (body.role === 'recovery' && body.accounts !== undefined) return bad(reply, 'body/accounts: only for trading and risk sessions, got it on a recovery session');
       // Before anything is closed for a failover: a device the session cannot open on.
-      if (body.device === 'alternate' && body.role === 'recovery') {
-        return bad(reply, "body/device: recovery sessions run on the gateway's primary device only; leave device out or give \"primary\"");
-      }
       if (body.device === 'alternate' && state.alternateDevice === undefined) {
         return bad(reply, 'body/device: this gateway has no alternate device (backend.alternateDevice); leave device out or give "primary"');
       }
