@@ -111,6 +111,8 @@ export interface SubscriberRecoveryOptions {
   readonly tls?: ControlTlsOptions;
   /** How the QP is registered with the gateway (default: httpRecoveryHandshake({url, token})). */
   readonly handshake?: RecoveryHandshake;
+  /** How long a handshake waits for the control plane's answer (default 5000 ms), as the order clients' timeoutMs. */
+  readonly timeoutMs?: number;
   /** Largest reply accepted (default 65536; at least the gateway's replyBytes). */
   readonly replyBytes?: number;
   readonly recvSlots?: number;
@@ -405,7 +407,7 @@ async function connectRecovery(
   let handshake = r.handshake;
   if (handshake === undefined) {
     if (r.url === undefined || r.token === undefined) throw new TypeError('subscribe: recovery needs url and token (or a handshake function)');
-    handshake = httpRecoveryHandshake({ url: r.url, token: r.token, ...(r.tls ? { tls: r.tls } : {}) });
+    handshake = httpRecoveryHandshake({ url: r.url, token: r.token, ...(r.tls ? { tls: r.tls } : {}), ...(r.timeoutMs !== undefined ? { timeoutMs: r.timeoutMs } : {}) });
   }
   const link = new RecoveryLink(native, {
     name: r.name,

@@ -51,7 +51,8 @@ export async function watchFeed(url: string, token: string, dev: string, alt: st
       delivered++;
     },
     onGap: () => gaps++,
-    recovery: { name: 'failover-feed', url, token, reportIntervalMs: 100, requestTimeoutMs: 10_000 },
+    // The control plane's answers take seconds in the TCG guest under load: as long as the order clients wait.
+    recovery: { name: 'failover-feed', url, token, timeoutMs: 60_000, reportIntervalMs: 100, requestTimeoutMs: 10_000 },
   });
   return {
     sub,
