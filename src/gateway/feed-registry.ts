@@ -10,7 +10,8 @@
 // gateway's budget — before anything is allocated (src/feed/memory.ts).
 import { resolveFeedsConfig, type FeedChannelConfig, type FeedsConfig } from '../feed/config.js';
 import { bodyKeys, CONFIG_KEYS, feedBudgetProblems, feedReservedBytes, formatBytes, type FeedBudgets } from '../feed/memory.js';
-import type { FeedDevice } from '../feed/native.js';
+import type { FeedDevice, PublisherQpReport } from '../feed/native.js';
+import type { FeedPublisher } from '../feed/publisher.js';
 import { FeedService } from '../feed/service.js';
 import { readReplayFile, ReplayFileError } from '../feed/replay-file.js';
 import type { TickFile } from '../feed/recording.js';
@@ -143,10 +144,7 @@ export class FeedRegistry {
     try {
       service.start();
       const publisher = service.publisher!;
-      untrackQp = this.#qps.track(
-        { qpNum: publisher.qp().qpNum, query: () => publisher.qp(), counters: () => publisher.qp().counters },
-        { owner: `feed:${name}`, label: 'UD multicast publisher' },
-      );
+      untrackQp = this.#trackQps(name, publisher);
     } catch (err) {
       service.stop();
       // The addon names the field it refused (a TypeError or RangeError); anything else is ours.
@@ -159,6 +157,19 @@ export class FeedRegistry {
     this.#feeds.set(name, entry);
     this.#onCreated?.(entry);
     return entry;
+  }
+
+  // The publisher's UD QP, and line B's on the alternate device when it has one; returns the untrack of both.
+  #trackQps(name: string, publisher: FeedPublisher): () => void {
+    const owner = `feed:${name}`;
+    const untrack = [this.#qps.track({ qpNum: publisher.qp().qpNum, query: () => publisher.qp(), counters: () => publisher.qp().counters }, { owner, label: 'UD multicast publisher' })];
+    const lineB = publisher.alternateQp();
+    if (lineB !== null) {
+      // Throws once the publisher closed, as qp() does: the registry then drops it.
+      const query = (): PublisherQpReport => publisher.alternateQp() ?? lineB;
+      untrack.push(this.#qps.track({ qpNum: lineB.qpNum, query, counters: () => query().counters }, { owner, label: 'UD multicast publisher, line B', device: 'alternate' }));
+    }
+    return () => untrack.forEach((u) => u());
   }
 
   /** Stops a feed (END_OF_SESSION sent, groups left, its QP destroyed). Throws FeedError 404. */

@@ -10,6 +10,8 @@ import type { SecurityReport } from './security/guard.js';
 // The parts of /v1/status the CLI prints.
 interface QpRow {
   qpn: number;
+  /** The gateway's device it is on (absent from an older gateway: the primary). */
+  device?: 'primary' | 'alternate';
   type: string;
   state: string;
   owner: string;
@@ -177,9 +179,10 @@ const QP_COUNTER_COLUMNS = [
 export function formatQps(qps: QpRow[]): string {
   if (qps.length === 0) return 'no queue pairs';
   return table(
-    ['LQPN', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', ...QP_COUNTER_COLUMNS.map(([h]) => h), 'OWNER'],
+    ['LQPN', 'DEVICE', 'TYPE', 'STATE', 'SQ-PSN', 'RQ-PSN', 'DQPN', 'QKEY', 'MTU', 'SQ-WR', 'RQ-WR', ...QP_COUNTER_COLUMNS.map(([h]) => h), 'OWNER'],
     qps.map((q) => [
       q.qpn,
+      q.device ?? 'primary',
       q.type,
       q.state,
       q.sqPsn,

@@ -51,7 +51,7 @@ test('qpgate status and qps read a running gateway (token from the state dir, or
     assert.equal(viaFile.status, 0, viaFile.stderr);
     const rows = viaFile.stdout.trimEnd().split('\n');
     assert.equal(rows.length, 2, viaFile.stdout);
-    assert.match(rows[1]!, /^ *\d+ +UD +RTS +\d+ +0 +0 +0x0feed001 +1024 +\d+ +0 +\d+ +0 +0 +0 +0 +0 +0 +0 +feed:default$/);
+    assert.match(rows[1]!, /^ *\d+ +primary +UD +RTS +\d+ +0 +0 +0x0feed001 +1024 +\d+ +0 +\d+ +0 +0 +0 +0 +0 +0 +0 +feed:default$/);
     const viaEnv = await run(['status', '--url', gw.url, '--json'], { QPGATE_TOKEN: token });
     assert.equal(viaEnv.status, 0, viaEnv.stderr);
     assert.equal((JSON.parse(viaEnv.stdout) as { ready: boolean }).ready, true);
@@ -74,15 +74,26 @@ test('qpgate qps prints the QP table like `rdma res show qp`', async () => {
   const rc = gw.state.qps.createQp(pd, { type: 'RC', sendCq: cq }, { owner: 'session:7' });
   const ud = gw.state.qps.createQp(pd, { type: 'UD', sendCq: cq }, { owner: 'feed:md-a' });
   rc.modify({ state: 'INIT', pkeyIndex: 0, port: 1, qpAccessFlags: [] });
+  // A QP with the same number on the alternate device (an ibv gateway's
+  // backend.alternateDevice, where a feed's line B leaves from): QPNs are per
+  // device, so it is listed beside the first, not in its place.
+  gw.state.qps.track({ qpNum: ud.qpNum, query: () => ud.query(), counters: () => ({}) }, { owner: 'feed:md-a', label: 'line B', device: 'alternate' });
   try {
     const r = await run(['qps', '--url', gw.url, '--token', READ_TOKEN]);
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
-    assert.equal(lines.length, 3);
-    assert.match(lines[0]!, /^ *LQPN +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT_PKTS +RCVD_PKTS +RETRANSMITTED_PKTS +TIMEOUTS +NAKS_RECEIVED +NAKS_SENT +RCVD_RNR_ERR +RNR_NAKS_SENT +OWNER$/);
-    const byQpn = (qpn: number) => lines.find((l) => l.trimStart().startsWith(`${qpn} `))!;
-    assert.match(byQpn(rc.qpNum), /^ *\d+ +RC +INIT +0 +0 +0 +0x00000000 +\d+ +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
-    assert.match(byQpn(ud.qpNum), /^ *\d+ +UD +RESET .* feed:md-a$/);
+    assert.equal(lines.length, 4);
+    assert.match(lines[0]!, /^ *LQPN +DEVICE +TYPE +STATE +SQ-PSN +RQ-PSN +DQPN +QKEY +MTU +SQ-WR +RQ-WR +SENT_PKTS +RCVD_PKTS +RETRANSMITTED_PKTS +TIMEOUTS +NAKS_RECEIVED +NAKS_SENT +RCVD_RNR_ERR +RNR_NAKS_SENT +OWNER$/);
+    const byQpn = (qpn: number, device = 'primary') => lines.find((l) => new RegExp(`^ *${qpn} +${device} `).test(l))!;
+    assert.match(byQpn(rc.qpNum), /^ *\d+ +primary +RC +INIT +0 +0 +0 +0x00000000 +\d+ +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +session:7$/);
+    assert.match(byQpn(ud.qpNum), /^ *\d+ +primary +UD +RESET .* feed:md-a$/);
+    assert.match(byQpn(ud.qpNum, 'alternate'), /^ *\d+ +alternate +UD +RESET .* feed:md-a$/);
+    const one = await fetch(`${gw.url}/v1/qps/${ud.qpNum}?device=alternate`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
+    assert.equal(one.status, 200);
+    assert.deepEqual(((await one.json()) as { device: string; label: string }).device, 'alternate');
+    const missing = await fetch(`${gw.url}/v1/qps/${rc.qpNum}?device=alternate`, { headers: { authorization: `Bearer ${READ_TOKEN}` } });
+    assert.equal(missing.status, 404);
+    assert.equal(((await missing.json()) as { message: string }).message, `no QP ${rc.qpNum} on this gateway's alternate device`);
     // Aligned: every column starts at the same offset on every line.
     const col = (l: string) => /^ *\S+ +/.exec(l)![0].length; // where the TYPE column starts
     assert.equal(new Set(lines.map(col)).size, 1, r.stdout);

@@ -79,7 +79,7 @@ test('per-QP series carry qpn only while the QP exists', async () => {
   const qpn = String(qp.qpNum);
   try {
     const m = await scrape();
-    assert.equal(sampleValue(m, 'qpgate_qp_state', { qpn, state: 'RESET', type: 'RC', owner: 'test' }), 0);
+    assert.equal(sampleValue(m, 'qpgate_qp_state', { qpn, device: 'primary', state: 'RESET', type: 'RC', owner: 'test' }), 0);
     assert.equal(sampleValue(m, 'qpgate_qps', { type: 'RC', state: 'RESET' }), 1);
     assert.equal(sampleValue(m, 'qpgate_qp_retransmitted_packets_total', { qpn }), 0);
     assert.equal(sampleValue(m, 'qpgate_qp_timeouts_total', { qpn }), 0);

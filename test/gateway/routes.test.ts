@@ -17,7 +17,7 @@ after(async () => {
 });
 
 // A /v1/qps row: the QP's attributes, then its counters (under `counters` only).
-const QP_ROW_FIELDS = ['qpn', 'type', 'state', 'owner', 'label', 'sqPsn', 'rqPsn', 'destQpNum', 'destGid', 'pathMtu', 'qkey', 'outstandingWrs', 'recvWrsPosted', 'cap', 'timeout', 'retryCnt', 'rnrRetry', 'createdAt', 'counters'];
+const QP_ROW_FIELDS = ['qpn', 'device', 'type', 'state', 'owner', 'label', 'sqPsn', 'rqPsn', 'destQpNum', 'destGid', 'pathMtu', 'qkey', 'outstandingWrs', 'recvWrsPosted', 'cap', 'timeout', 'retryCnt', 'rnrRetry', 'createdAt', 'counters'];
 const NO_TOKEN = { error: 'unauthorized', message: 'missing bearer token: send "Authorization: Bearer <token>"' };
 const READ_ON_ADMIN = { error: 'forbidden', message: 'token "viewer" has scope read; this route needs admin' };
 
@@ -55,7 +55,7 @@ test('GET /v1/device without a token is 401', async () => {
 test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone once destroyed', async () => {
   const empty = await api.get('/v1/qps', READ_TOKEN);
   assert.equal(empty.status, 200);
-  assert.deepEqual(empty.json, { device: gw.state.device!.name, count: 0, qps: [] });
+  assert.deepEqual(empty.json, { device: gw.state.device!.name, alternateDevice: null, count: 0, qps: [] });
 
   const device = gw.state.device!;
   const pd = device.allocPd();
@@ -73,6 +73,7 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
     assert.equal(b.count, 2);
     const row = b.qps.find((q: any) => q.qpn === rc.qpNum);
     assert.equal(row.type, 'RC');
+    assert.equal(row.device, 'primary');
     assert.equal(row.state, 'INIT');
     assert.equal(row.owner, 'test');
     assert.equal(row.label, 'rc under test');
@@ -106,7 +107,7 @@ test('GET /v1/qps lists the QPs the gateway made, with PSNs and counters; gone o
 test('GET /v1/qps/:qpn: unknown QP 404, not a number 400, too large 400', async () => {
   const unknown = await api.get('/v1/qps/12345', READ_TOKEN);
   assert.equal(unknown.status, 404);
-  assert.deepEqual(unknown.json, { error: 'not_found', message: 'no QP 12345 on this gateway' });
+  assert.deepEqual(unknown.json, { error: 'not_found', message: 'no QP 12345 on this gateway\'s primary device' });
   const bad = await api.get('/v1/qps/abc', READ_TOKEN);
   assert.equal(bad.status, 400);
   assert.deepEqual(bad.json, { error: 'bad_request', message: 'params/qpn must match pattern "^(0x[0-9a-fA-F]{1,6}|[0-9]{1,8})$"' });

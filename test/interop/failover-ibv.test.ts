@@ -83,6 +83,11 @@ test('ibv without APM: when the primary link fails mid-stream the order, risk an
   const channel = feed.stats.channels[0]!;
   assert.ok(channel.lineBFrames > 0 && channel.recovered > 0, `line B and recovery${where}`);
   assert.equal(channel.unrecoverable, 0, where);
+  // Line B's UD QP is listed on the gateway's alternate device (QPNs are per device).
+  const qps = run.qps as { alternateDevice: string | null; qps: Array<{ device: string; type: string; state: string; owner: string; label: string | null }> };
+  assert.equal(qps.alternateDevice, 'rxe_c', where);
+  const lineB = qps.qps.filter((q) => q.device === 'alternate' && q.owner === 'feed:default');
+  assert.deepEqual(lineB.map((q) => [q.type, q.state, q.label]), [['UD', 'RTS', 'UD multicast publisher, line B']], where);
 
   // The gateway shows the three sessions on its alternate device, one failover each.
   const sessions = (run.sessions as { sessions: SessionView[] }).sessions;

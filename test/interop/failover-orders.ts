@@ -42,6 +42,8 @@ export interface FailoverRun {
   risk: { activeDevice: string; failovers: number; creditLimit: string; failoverEvents: Array<{ device: string; ms: number }> };
   feed: FeedFailoverRun;
   sessions: unknown;
+  /** GET /v1/qps at the end. */
+  qps: unknown;
 }
 
 function cutLink(netdevs: string[]): void {
@@ -65,7 +67,7 @@ async function run(url: string, token: string, dev: string, alt: string, altNetd
   risk.on('disconnect', (reason: string) => note(`risk: disconnect (${reason})`));
   note('risk client connected');
   const client = await OrderClient.connect({ ...common, name: 'failover-orders', accounts: [1n, 2n], helloTimeoutMs: 60_000 });
-  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'feed' | 'sessions'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, gaps: 0, disconnects: [], failovers: [] };
+  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'feed' | 'sessions' | 'qps'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, gaps: 0, disconnects: [], failovers: [] };
   client.on('message', (m: SequencedMessage) => {
     out.appSeqs.push(String(m.appSeq));
     if (m.kind === 'fill') out.fills++;
@@ -120,6 +122,7 @@ async function run(url: string, token: string, dev: string, alt: string, altNetd
   const feedRun = await feed.finish(feedAtCut);
   note(`feed: ${feedRun.delivered} delivered, recovery on the ${feedRun.stats.recovery?.device} device`);
   const sessions = await (await fetch(`${url}/v1/sessions`, { headers: { authorization: `Bearer ${token}` } })).json();
+  const qps = await (await fetch(`${url}/v1/qps`, { headers: { authorization: `Bearer ${token}` } })).json();
   const result: FailoverRun = {
     ...out,
     stats: { ...client.stats() },
@@ -127,6 +130,7 @@ async function run(url: string, token: string, dev: string, alt: string, altNetd
     risk: { activeDevice: risk.activeDevice, failovers: risk.stats().failovers, creditLimit: String(creditLimit), failoverEvents: riskFailovers },
     feed: feedRun,
     sessions,
+    qps,
   };
   await client.close();
   await risk.close();

@@ -10,6 +10,11 @@
 //
 // QPs made natively (the feed publisher's UD QP) are listed through a
 // ListedQp their owner provides: query() throws once the owner has gone.
+//
+// QPNs are per device: an ibv gateway with backend.alternateDevice has QPs on
+// both (a feed's line B leaves from the alternate), so a QP is known by its
+// device and its QPN.
+import type { SessionDevice } from '../../common/session-provider.js';
 import type { CreateQpOptions, ProtectionDomain, QpAttr, QueuePair } from '../../native/verbs.js';
 
 /** What the registry reads of a QP: a verbs QueuePair, or a native QP seen through its owner. */
@@ -27,6 +32,8 @@ export interface QpMeta {
   owner: string;
   /** Free text: what it is for. */
   label?: string;
+  /** The gateway's device it is on (backend.device: 'primary', the default; backend.alternateDevice: 'alternate'). */
+  device?: SessionDevice;
 }
 
 export interface TrackedQp {
@@ -38,6 +45,7 @@ export interface TrackedQp {
 /** One row of /v1/qps: what `rdma res show qp` and `ibv_query_qp` tell. */
 export interface QpView {
   qpn: number;
+  device: SessionDevice;
   type: string;
   state: string;
   owner: string;
@@ -68,6 +76,7 @@ export function qpView(t: TrackedQp): QpView {
   const k = a.counters ?? t.qp.counters();
   return {
     qpn: t.qp.qpNum,
+    device: t.meta.device ?? 'primary',
     type: a.type,
     state: a.state,
     owner: t.meta.owner,
@@ -89,8 +98,11 @@ export function qpView(t: TrackedQp): QpView {
   };
 }
 
+/** A QP's key: its device and its QPN (QPNs are per device). */
+const keyOf = (qpn: number, device: SessionDevice = 'primary'): string => `${device}:${qpn}`;
+
 export class QpRegistry {
-  readonly #qps = new Map<number, TrackedQp>();
+  readonly #qps = new Map<string, TrackedQp>();
 
   /** ibv_create_qp through the registry: the QP is listed until destroy(qpn). */
   createQp(pd: ProtectionDomain, options: CreateQpOptions, meta: QpMeta): QueuePair {
@@ -101,27 +113,31 @@ export class QpRegistry {
 
   /** Lists a QP made elsewhere. Returns a function that stops listing it. */
   track(qp: ListedQp, meta: QpMeta): () => void {
-    const qpn = qp.qpNum;
-    this.#qps.set(qpn, { qp, meta: { ...meta }, createdAt: new Date() });
+    const key = keyOf(qp.qpNum, meta.device);
+    this.#qps.set(key, { qp, meta: { ...meta }, createdAt: new Date() });
     return () => {
-      if (this.#qps.get(qpn)?.qp === qp) this.#qps.delete(qpn);
+      if (this.#qps.get(key)?.qp === qp) this.#qps.delete(key);
     };
   }
 
   /** ibv_destroy_qp and forget it. False when no such QP is listed. */
-  destroy(qpn: number): boolean {
-    const t = this.#qps.get(qpn);
+  destroy(qpn: number, device: SessionDevice = 'primary'): boolean {
+    return this.#destroyKey(keyOf(qpn, device));
+  }
+
+  #destroyKey(key: string): boolean {
+    const t = this.#qps.get(key);
     if (!t) return false;
-    this.#qps.delete(qpn);
+    this.#qps.delete(key);
     t.qp.destroy?.();
     return true;
   }
 
   /** Destroys every listed QP (shutdown). */
   destroyAll(): void {
-    for (const qpn of [...this.#qps.keys()]) {
+    for (const key of [...this.#qps.keys()]) {
       try {
-        this.destroy(qpn);
+        this.#destroyKey(key);
       } catch {
         // already gone with its owner
       }
@@ -132,26 +148,27 @@ export class QpRegistry {
     return this.#qps.size;
   }
 
-  /** Every live QP, by QPN; QPs destroyed behind the registry's back drop out. */
+  /** Every live QP, the primary device's first, by QPN; QPs destroyed behind the registry's back drop out. */
   list(): QpView[] {
     const out: QpView[] = [];
-    for (const [qpn, t] of [...this.#qps].sort((a, b) => a[0] - b[0])) {
+    for (const [key, t] of this.#qps) {
       try {
         out.push(qpView(t));
       } catch {
-        this.#qps.delete(qpn);
+        this.#qps.delete(key);
       }
     }
-    return out;
+    return out.sort((a, b) => (a.device === b.device ? a.qpn - b.qpn : a.device === 'primary' ? -1 : 1));
   }
 
-  get(qpn: number): QpView | undefined {
-    const t = this.#qps.get(qpn);
+  get(qpn: number, device: SessionDevice = 'primary'): QpView | undefined {
+    const key = keyOf(qpn, device);
+    const t = this.#qps.get(key);
     if (!t) return undefined;
     try {
       return qpView(t);
     } catch {
-      this.#qps.delete(qpn);
+      this.#qps.delete(key);
       return undefined;
     }
   }

@@ -229,22 +229,23 @@ function qpMetrics(registry: Registry, state: GatewayState): void {
   new Gauge({
     name: 'qpgate_qp_state',
     help: 'QP state as a number (RESET 0, INIT 1, RTR 2, RTS 3, SQD 4, SQE 5, ERR 6); the name is the state label.',
-    labelNames: ['qpn', 'type', 'owner', 'state'],
+    // device: QPNs are per device (an ibv gateway's backend.alternateDevice has QPs of its own).
+    labelNames: ['qpn', 'device', 'type', 'owner', 'state'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const q of list()) this.set({ qpn: String(q.qpn), type: q.type, owner: q.owner, state: q.state }, QP_STATES.indexOf(q.state as never));
+      for (const q of list()) this.set({ qpn: String(q.qpn), device: q.device, type: q.type, owner: q.owner, state: q.state }, QP_STATES.indexOf(q.state as never));
     },
   });
   const qpCounter = (name: string, help: string, labelNames: string[], fill: (q: QpView, inc: (l: Record<string, string>, v: number) => void) => void) =>
     new Counter({
       name,
       help,
-      labelNames: ['qpn', ...labelNames],
+      labelNames: ['qpn', 'device', ...labelNames],
       registers: [registry],
       collect() {
         this.reset();
-        for (const q of list()) fill(q, (l, v) => this.inc({ qpn: String(q.qpn), ...l }, v));
+        for (const q of list()) fill(q, (l, v) => this.inc({ qpn: String(q.qpn), device: q.device, ...l }, v));
       },
     });
   // The qpgate_qp_* counters are declared with the counters they export
