@@ -3,7 +3,7 @@
 import type { GatewayConfig } from '../config/schema.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openDevice, type Device, type PortAttr } from '../../native/verbs.js';
+import { openDevice, type Device, type OpenIbvDeviceOptions, type PortAttr } from '../../native/verbs.js';
 import type { Engine } from '../../native/engine.js';
 import { ibvFix, type IbvChoices } from '../../native/ibv-fix.js';
 
@@ -51,12 +51,8 @@ const ALTERNATE_KEYS: IbvChoices = { device: 'backend.alternateDevice', port: 'b
 export function openAlternateDevice(config: GatewayConfig, engine: Engine): Device | undefined {
   const name = config.backend.alternateDevice;
   if (config.backend.kind !== 'ibv' || name === undefined) return undefined;
-  try {
-    return openDevice(engine, { kind: 'ibv', name, port: 1 });
-  } catch (err) {
-    const e = err as Error & { code?: string };
-    throw new DeviceOpenError(`cannot open the alternate ibv device ${name}: ${e.message} (${ibvFix(e.code, e.message, ALTERNATE_KEYS)})`, { cause: err });
-  }
+  // Each feed's line B leaves from it: it must do multicast too.
+  return withMulticast(openIbvDevice(engine, { kind: 'ibv', name, port: 1 }, 'the alternate ibv device', ALTERNATE_KEYS));
 }
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
@@ -66,18 +62,27 @@ function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
       `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); give a second RDMA device as backend.alternateDevice (clients fail over to it), or use backend.kind 'soft'`,
     );
   }
-  let device: Device;
+  const options = { kind: 'ibv' as const, name: backend.device, port: backend.port, gidIndex: backend.gidIndex };
+  return withMulticast(openIbvDevice(engine, options, 'the ibv device', CONFIG_KEYS));
+}
+
+/** openDevice for ibv, its failure a DeviceOpenError saying what to fix (`keys`: the config keys that name it). */
+function openIbvDevice(engine: Engine, options: OpenIbvDeviceOptions, what: string, keys: IbvChoices): Device {
   try {
-    device = openDevice(engine, { kind: 'ibv', name: backend.device, port: backend.port, gidIndex: backend.gidIndex });
+    return openDevice(engine, options);
   } catch (err) {
     const e = err as Error & { code?: string };
-    throw new DeviceOpenError(`cannot open the ibv device ${backend.device}: ${e.message} (${ibvFix(e.code, e.message, CONFIG_KEYS)})`, { cause: err });
+    throw new DeviceOpenError(`cannot open ${what} ${options.name}: ${e.message} (${ibvFix(e.code, e.message, keys)})`, { cause: err });
   }
-  // The feed is UD multicast: a device that attaches no group cannot serve it.
+}
+
+/** The feed is UD multicast: a device that attaches no group cannot serve it (closed, and a DeviceOpenError). */
+function withMulticast(device: Device): Device {
   const attr = device.query();
   if (attr.maxMcastGrp === 0 || attr.maxMcastQpAttach === 0) {
+    const name = device.name;
     device.close();
-    throw new DeviceOpenError(`cannot serve on the ibv device ${backend.device}: it has no multicast (max_mcast_grp ${attr.maxMcastGrp}; choose a RoCE device that has)`);
+    throw new DeviceOpenError(`cannot serve on the ibv device ${name}: it has no multicast (max_mcast_grp ${attr.maxMcastGrp}; choose a RoCE device that has)`);
   }
   return device;
 }
