@@ -14,11 +14,11 @@ export interface OrderClientOptions extends EndpointOptions {
   recvDepth?: number;
   /** Largest message (default 512, the gateway's orders.sessions.maxMessageBytes). */
   maxMessageBytes?: number;
-  /** How long to wait for Welcome and the resend after Hello (default 5000 ms). */
+  /** How long to wait for Welcome after Hello, and for each next message of the resend that follows it (default 5000 ms). */
   helloTimeoutMs?: number;
   /**
-   * With nothing in flight, probe the session this often with a one-sided
-   * READ (default 1000 ms; 0: never). A dead gateway or an ended session is
+   * With nothing in flight (the resend after Welcome included), probe the
+   * session this often with a one-sided READ (default 1000 ms; 0: never). A dead gateway or an ended session is
    * seen within keepaliveMs + (retryCnt + 1) × the ACK timeout (≈ 1.5 s by default).
    */
   keepaliveMs?: number;

@@ -98,7 +98,8 @@ export class OrderClient extends EventEmitter {
   #connected = false;
   #closed = false;
   #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
-  #catchUp: { target: bigint; resolve: () => void } | undefined;
+  // Welcome's app_seq, until the resend reaches it; failed at once by a lost connection.
+  #catchUp: { target: bigint; resolve: () => void; fail: (err: Error) => void; progressed: () => void } | undefined;
   #reconnecting: Promise<void> | undefined;
   /** The send slot the keepalive READ lands in: the last one, never in #freeSend. */
   readonly #keepaliveSlot: number;
@@ -144,15 +145,17 @@ export class OrderClient extends EventEmitter {
       maxRdAtomic: 1,
     });
     const client = new OrderClient(ep, options);
-    try {
-      await client.#establish();
-    } catch (err) {
-      await client.#release();
-      throw err;
-    }
+    // From the first resend on (a new run catching up from app_seq 0 may take long).
     if (keepaliveMs > 0) {
       client.#keepaliveTimer = setInterval(() => client.#probe(), keepaliveMs);
       client.#keepaliveTimer.unref();
+    }
+    try {
+      await client.#establish();
+    } catch (err) {
+      clearInterval(client.#keepaliveTimer);
+      await client.#release();
+      throw err;
     }
     return client;
   }
@@ -268,25 +271,38 @@ export class OrderClient extends EventEmitter {
     });
     this.#connected = true;
     const welcome = await this.#hello();
-    if (welcome.appSeq > this.#lastAppSeq) {
-      await new Promise<void>((resolve, reject) => {
-        this.#catchUp = { target: welcome.appSeq, resolve };
-        const t = setTimeout(() => {
-          this.#catchUp = undefined;
-          reject(new Error(`qpgate client: the gateway's resend stopped at app_seq ${this.#lastAppSeq} of ${welcome.appSeq}`));
-        }, this.#options.helloTimeoutMs ?? 5000);
-        const done = this.#catchUp.resolve;
-        this.#catchUp.resolve = () => {
-          clearTimeout(t);
-          done();
-        };
-      });
-    }
+    if (welcome.appSeq > this.#lastAppSeq) await this.#caughtUp(welcome.appSeq);
     // Unanswered requests go again, oldest first, ahead of anything queued since.
     const unanswered = [...this.#pending.keys()].filter((id) => !this.#queue.includes(id));
     this.#queue.unshift(...unanswered);
     this.#stats.resent += unanswered.length;
     this.#pump();
+  }
+
+  // Resolves when the resend reaches `target`; rejects when the connection is
+  // lost meanwhile (the next reconnect's Hello asks from where this one got to)
+  // or when nothing new comes for helloTimeoutMs (a long resend over a slow
+  // link is not a stalled one).
+  #caughtUp(target: bigint): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const ms = this.#options.helloTimeoutMs ?? 5000;
+      const timer = setTimeout(() => {
+        this.#catchUp = undefined;
+        reject(new Error(`qpgate client: the gateway's resend stopped at app_seq ${this.#lastAppSeq} of ${target} (nothing new for ${ms} ms)`));
+      }, ms);
+      this.#catchUp = {
+        target,
+        progressed: () => timer.refresh(),
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        fail: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+    });
   }
 
   #hello(): Promise<Welcome> {
@@ -311,10 +327,12 @@ export class OrderClient extends EventEmitter {
   }
 
   // One READ of our own risk.local page when nothing is in flight: its ACK
-  // timeout and retries are what tell a dead gateway from a quiet one.
+  // timeout and retries are what tell a dead gateway from a quiet one. The
+  // resend after Welcome is such a time too (only the gateway sends): a link
+  // that dies in it is seen in keepaliveMs and the retries, not helloTimeoutMs.
   #probe(): void {
     if (this.#closed || !this.#connected || this.#keepaliveOutstanding) return;
-    if (this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined) return;
+    if (this.#inFlight > 0 || this.#welcome !== undefined) return;
     const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local' && r.access.includes('REMOTE_READ'));
     if (page === undefined) return;
     try {
@@ -347,23 +365,30 @@ export class OrderClient extends EventEmitter {
   // alternate device fails over to it.
   #lost(reason: string, unreachable = false): void {
     if (!this.#connected) return;
+    // A reconnect under way (in its Hello or resend) was on this connection: it fails with it.
+    const failing = this.#reconnecting;
     this.#connected = false;
     this.#ep.dropQp();
-    this.#welcome?.fail(new Error(`qpgate client: connection lost (${reason})`));
+    const lost = new Error(`qpgate client: connection lost (${reason})`);
+    this.#welcome?.fail(lost);
     this.#welcome = undefined;
+    this.#catchUp?.fail(new Error(`${lost.message} during the resend, at app_seq ${this.#lastAppSeq} of ${this.#catchUp.target}`));
+    this.#catchUp = undefined;
     // Before 'disconnect': a listener's reconnect() goes to the other device too.
     const failover = unreachable && !this.#closed && this.#ep.switchDevice();
     this.emit('disconnect', reason);
-    if (failover) this.#failover(reason);
+    if (failover) this.#failover(reason, failing);
   }
 
   // The session goes on on our other device and the gateway's (a listener of
-  // 'disconnect' that called reconnect() already: that reconnect).
-  #failover(reason: string): void {
+  // 'disconnect' that called reconnect() already: that reconnect; one that was
+  // under way on the lost link: a new one once it has failed).
+  #failover(reason: string, failing: Promise<void> | undefined): void {
     this.#stats.failovers++;
     const started = performance.now();
     const device = this.#ep.activeDevice;
-    (this.#reconnecting ?? this.reconnect()).then(
+    const again = (): Promise<void> => (this.#connected ? Promise.resolve() : this.reconnect());
+    (failing === undefined ? (this.#reconnecting ?? this.reconnect()) : failing.then(again, again)).then(
       () => this.emit('failover', { device, reason, ms: performance.now() - started }),
       (err: Error) => this.emit('disconnect', `failover to the ${device} device failed: ${err.message}`),
     );
@@ -548,11 +573,14 @@ export class OrderClient extends EventEmitter {
   }
 
   #caughtUpTo(): void {
-    if (this.#catchUp !== undefined && this.#lastAppSeq >= this.#catchUp.target) {
-      const done = this.#catchUp.resolve;
-      this.#catchUp = undefined;
-      done();
+    if (this.#catchUp === undefined) return;
+    if (this.#lastAppSeq < this.#catchUp.target) {
+      this.#catchUp.progressed();
+      return;
     }
+    const done = this.#catchUp.resolve;
+    this.#catchUp = undefined;
+    done();
   }
 
   #settle(m: SequencedMessage): void {
