@@ -101,6 +101,8 @@ export class OrderClient extends EventEmitter {
   // Welcome's app_seq, until the resend reaches it; failed at once by a lost connection.
   #catchUp: { target: bigint; resolve: () => void; fail: (err: Error) => void; progressed: () => void } | undefined;
   #reconnecting: Promise<void> | undefined;
+  // connect() has returned this client: a link lost before that fails connect() instead of failing over.
+  #opened = false;
   /** The send slot the keepalive READ lands in: the last one, never in #freeSend. */
   readonly #keepaliveSlot: number;
   #keepaliveTimer: NodeJS.Timeout | undefined;
@@ -157,6 +159,7 @@ export class OrderClient extends EventEmitter {
       await client.#release();
       throw err;
     }
+    client.#opened = true;
     return client;
   }
 
@@ -375,7 +378,7 @@ export class OrderClient extends EventEmitter {
     this.#catchUp?.fail(new Error(`${lost.message} during the resend, at app_seq ${this.#lastAppSeq} of ${this.#catchUp.target}`));
     this.#catchUp = undefined;
     // Before 'disconnect': a listener's reconnect() goes to the other device too.
-    const failover = unreachable && !this.#closed && this.#ep.switchDevice();
+    const failover = unreachable && this.#opened && !this.#closed && this.#ep.switchDevice();
     this.emit('disconnect', reason);
     if (failover) this.#failover(reason, failing);
   }
