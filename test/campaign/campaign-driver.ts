@@ -251,9 +251,10 @@ async function main(): Promise<void> {
   feed.lifeEnded(ends);
   const lives = feed.lives();
   const subscribers = await feed.leave();
+  // The sessions closed before the gateway stops: after it, their keepalives would report it gone as drops of their own.
+  await orders.stop();
   gw.child.kill('SIGTERM');
   const exit = await gw.exited;
-  await orders.stop();
   await feed.stop();
   const json = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x)));
   console.log(
