@@ -38,11 +38,12 @@
 // Liveness: an RC requester learns that its peer is gone only from a request
 // that goes unanswered, so a session with nothing in flight would never see a
 // killed gateway or a session the gateway ended. Every keepaliveMs, when
-// nothing is in flight, the client READs 8 bytes of its own risk.local page
-// (docs/protocol.md §3.4): one-sided, served by the gateway's transport (or
-// its NIC) with no receive consumed and no order-engine work. A gateway that
-// stopped answering fails it with IBV_WC_RETRY_EXC_ERR after
-// (retryCnt + 1) × the ACK timeout, and the client emits 'disconnect'.
+// nothing is in flight (the resend after Welcome included), the client READs
+// 8 bytes of its own risk.local page (docs/protocol.md §3.4): one-sided,
+// served by the gateway's transport (or its NIC) with no receive consumed and
+// no order-engine work. A gateway that stopped answering fails it with
+// IBV_WC_RETRY_EXC_ERR after (retryCnt + 1) × the ACK timeout, and the client
+// emits 'disconnect'. The waits of a resynchronisation are src/orders/resync.ts.
 import { EventEmitter } from 'node:events';
 import { WC_STATUS_NAMES, WC_WORDS, WcWord } from '../native/verbs.js';
 import {
@@ -64,6 +65,7 @@ import {
   type Welcome,
 } from './messages.js';
 import { RcEndpoint, SEND_WR_ID_HIGH, type SessionAnswer } from './rc-endpoint.js';
+import { Resync } from './resync.js';
 import type { SessionDevice } from '../common/session-provider.js';
 import type { CancelAnswer, NewOrderAnswer, OrderClientOptions, OrderClientStats, ReplaceAnswer } from './client-options.js';
 
@@ -97,9 +99,7 @@ export class OrderClient extends EventEmitter {
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
-  #welcome: { resolve: (w: Welcome) => void; fail: (e: Error) => void } | undefined;
-  // Welcome's app_seq, until the resend reaches it; failed at once by a lost connection.
-  #catchUp: { target: bigint; resolve: () => void; fail: (err: Error) => void; progressed: () => void } | undefined;
+  readonly #resync = new Resync();
   #reconnecting: Promise<void> | undefined;
   // connect() has returned this client: a link lost before that fails connect() instead of failing over.
   #opened = false;
@@ -126,7 +126,7 @@ export class OrderClient extends EventEmitter {
         this.#poll();
         return !this.#connected || this.#settled !== settled;
       },
-      () => this.#inFlight > 0 || this.#welcome !== undefined || this.#catchUp !== undefined || this.#freeSend.length < this.#keepaliveSlot,
+      () => this.#inFlight > 0 || this.#resync.busy || this.#freeSend.length < this.#keepaliveSlot,
     );
   }
 
@@ -250,8 +250,7 @@ export class OrderClient extends EventEmitter {
       await this.#handshakeAndResync();
     } catch (err) {
       this.#connected = false;
-      this.#welcome = undefined;
-      this.#catchUp = undefined;
+      this.#resync.clear();
       this.#ep.dropQp();
       throw err;
     }
@@ -274,7 +273,8 @@ export class OrderClient extends EventEmitter {
     });
     this.#connected = true;
     const welcome = await this.#hello();
-    if (welcome.appSeq > this.#lastAppSeq) await this.#caughtUp(welcome.appSeq);
+    const timeoutMs = this.#options.helloTimeoutMs ?? 5000;
+    if (welcome.appSeq > this.#lastAppSeq) await this.#resync.resend(welcome.appSeq, timeoutMs, () => this.#lastAppSeq);
     // Unanswered requests go again, oldest first, ahead of anything queued since.
     const unanswered = [...this.#pending.keys()].filter((id) => !this.#queue.includes(id));
     this.#queue.unshift(...unanswered);
@@ -282,51 +282,11 @@ export class OrderClient extends EventEmitter {
     this.#pump();
   }
 
-  // Resolves when the resend reaches `target`; rejects when the connection is
-  // lost meanwhile (the next reconnect's Hello asks from where this one got to)
-  // or when nothing new comes for helloTimeoutMs (a long resend over a slow
-  // link is not a stalled one).
-  #caughtUp(target: bigint): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const ms = this.#options.helloTimeoutMs ?? 5000;
-      const timer = setTimeout(() => {
-        this.#catchUp = undefined;
-        reject(new Error(`qpgate client: the gateway's resend stopped at app_seq ${this.#lastAppSeq} of ${target} (nothing new for ${ms} ms)`));
-      }, ms);
-      this.#catchUp = {
-        target,
-        progressed: () => timer.refresh(),
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        fail: (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      };
-    });
-  }
-
   #hello(): Promise<Welcome> {
-    return new Promise<Welcome>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#welcome = undefined;
-        reject(new Error(`qpgate client: no Welcome within ${this.#options.helloTimeoutMs ?? 5000} ms of Hello`));
-      }, this.#options.helloTimeoutMs ?? 5000);
-      this.#welcome = {
-        resolve: (w) => {
-          clearTimeout(timer);
-          resolve(w);
-        },
-        fail: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      };
-      this.#enqueueSend(encodeHello(this.#lastAppSeq));
-      this.#flush();
-    });
+    const welcome = this.#resync.welcome(this.#options.helloTimeoutMs ?? 5000);
+    this.#enqueueSend(encodeHello(this.#lastAppSeq));
+    this.#flush();
+    return welcome;
   }
 
   // One READ of our own risk.local page when nothing is in flight: its ACK
@@ -335,7 +295,7 @@ export class OrderClient extends EventEmitter {
   // that dies in it is seen in keepaliveMs and the retries, not helloTimeoutMs.
   #probe(): void {
     if (this.#closed || !this.#connected || this.#keepaliveOutstanding) return;
-    if (this.#inFlight > 0 || this.#welcome !== undefined) return;
+    if (this.#inFlight > 0 || this.#resync.awaitingWelcome) return;
     const page = this.#ep.answer.regions.find((r) => r.name === 'risk.local' && r.access.includes('REMOTE_READ'));
     if (page === undefined) return;
     try {
@@ -372,11 +332,7 @@ export class OrderClient extends EventEmitter {
     const failing = this.#reconnecting;
     this.#connected = false;
     this.#ep.dropQp();
-    const lost = new Error(`qpgate client: connection lost (${reason})`);
-    this.#welcome?.fail(lost);
-    this.#welcome = undefined;
-    this.#catchUp?.fail(new Error(`${lost.message} during the resend, at app_seq ${this.#lastAppSeq} of ${this.#catchUp.target}`));
-    this.#catchUp = undefined;
+    this.#resync.lost(new Error(`qpgate client: connection lost (${reason})`), this.#lastAppSeq);
     // Before 'disconnect': a listener's reconnect() goes to the other device too.
     const failover = unreachable && this.#opened && !this.#closed && this.#ep.switchDevice();
     this.emit('disconnect', reason);
@@ -421,7 +377,7 @@ export class OrderClient extends EventEmitter {
 
   // Sends queued requests while the window and the send slots allow.
   #pump(): void {
-    if (!this.#connected || this.#catchUp !== undefined || this.#welcome !== undefined) return;
+    if (!this.#connected || this.#resync.busy) return;
     while (this.#queue.length > 0 && this.#inFlight < this.#window && this.#freeSend.length > 0) {
       const id = this.#queue.shift()!;
       const p = this.#pending.get(id);
@@ -532,17 +488,15 @@ export class OrderClient extends EventEmitter {
     this.#stats.received++;
     if (m.kind === 'welcome') {
       this.#settled++;
-      this.#welcome?.resolve(m);
-      this.#welcome = undefined;
+      this.#resync.welcomed(m);
       return;
     }
     if (m.appSeq === 0n) {
       // Not sequenced (docs/protocol.md 3.3): a Hello the gateway refused, or a
       // request it did nothing with (THROTTLED, ID_LIMIT, JOURNAL_FAILURE),
       // which settles that request; the id may be sent again.
-      if (m.kind === 'reject' && this.#welcome !== undefined) {
-        this.#welcome.fail(new Error(`qpgate client: Hello refused: ${m.reasonName}: ${m.text}`));
-        this.#welcome = undefined;
+      if (m.kind === 'reject' && this.#resync.awaitingWelcome) {
+        this.#resync.refused(new Error(`qpgate client: Hello refused: ${m.reasonName}: ${m.text}`));
       } else if (m.kind === 'reject' && m.clientOrderId !== 0n && this.#pending.has(m.clientOrderId)) {
         this.#answer(m);
       } else {
@@ -570,20 +524,9 @@ export class OrderClient extends EventEmitter {
       try {
         this.#settle(m);
       } finally {
-        this.#caughtUpTo();
+        this.#resync.delivered(this.#lastAppSeq);
       }
     }
-  }
-
-  #caughtUpTo(): void {
-    if (this.#catchUp === undefined) return;
-    if (this.#lastAppSeq < this.#catchUp.target) {
-      this.#catchUp.progressed();
-      return;
-    }
-    const done = this.#catchUp.resolve;
-    this.#catchUp = undefined;
-    done();
   }
 
   #settle(m: SequencedMessage): void {
