@@ -127,7 +127,21 @@ export function controlPlaneCommand(program: Command, name: string, description:
     .option('--ca <file>', "PEM CA that signed an https gateway's certificate (default: $QPGATE_CA, else Node's root CAs)")
     .option('--cert <file>', 'PEM client certificate, for a gateway that requires one (control.tls.clientCaFile; default: $QPGATE_CERT)')
     .option('--key <file>', 'PEM key of --cert (default: $QPGATE_KEY)')
+    .option('--http-timeout <ms>', `how long each call to the control plane may take, a session's handshake included (default ${DEFAULT_HTTP_TIMEOUT_MS})`)
     .option('-c, --config <file>', 'the config the gateway runs with (for state.dir)');
+}
+
+/** What a call to the control plane may take unless --http-timeout says otherwise. */
+export const DEFAULT_HTTP_TIMEOUT_MS = 5000;
+
+/** --http-timeout in ms (a whole number from 1 to 3600000), or the default. */
+export function httpTimeoutMs(opts: ClientOptions): number {
+  if (opts.httpTimeout === undefined) return DEFAULT_HTTP_TIMEOUT_MS;
+  const ms = Number(opts.httpTimeout);
+  if (!/^[0-9]+$/.test(opts.httpTimeout) || ms < 1 || ms > 3_600_000) {
+    throw new ClientError(`--http-timeout must be a whole number of milliseconds from 1 to 3600000, got ${JSON.stringify(opts.httpTimeout)}`);
+  }
+  return ms;
 }
 
 export class ClientError extends Error {}
@@ -152,6 +166,8 @@ export interface ClientOptions {
   cert?: string;
   key?: string;
   config?: string;
+  /** --http-timeout: ms each call to the control plane may take. */
+  httpTimeout?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -197,8 +213,9 @@ export async function requestGateway(opts: ClientOptions, path: string, init: Re
   const base = baseUrl(opts);
   const { token } = resolveToken(opts);
   const tls = resolveTls(opts);
+  const timeoutMs = httpTimeoutMs(opts);
   try {
-    return await controlFetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init, headers: { authorization: `Bearer ${token}` } }, tls);
+    return await controlFetch(`${base}${path}`, { signal: AbortSignal.timeout(timeoutMs), ...init, headers: { authorization: `Bearer ${token}` } }, tls);
   } catch (err) {
     throw new ClientError(fetchFailure(err, base, CLI_HINTS));
   }

@@ -22,6 +22,7 @@ import {
   clientDeviceName,
   controlPlaneCommand,
   DEFAULT_URL,
+  httpTimeoutMs,
   receiveModeOption,
   resolveTls,
   resolveToken,
@@ -139,7 +140,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
       onMessage,
       onWarning: (w) => process.stderr.write(`qpgate ${command}: warning: ${w.message}\n`),
       ...(flags.recovery
-        ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token, tls: resolveTls(flags) } }
+        ? { recovery: { name: flags.name ?? `subscriber-${process.pid}`, feed: flags.feed, url: flags.url ?? DEFAULT_URL, token: resolveToken(flags).token, tls: resolveTls(flags), timeoutMs: httpTimeoutMs(flags) } }
         : {}),
     });
   } catch (err) {

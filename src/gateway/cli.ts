@@ -134,8 +134,7 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
         .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
         .addOption(alternateAddressOption())
         .addOption(alternateDeviceOption())
-        .addOption(receiveModeOption())
-        .option('--http-timeout <ms>', 'how long the handshake with the control plane may take (default 5000)'),
+        .addOption(receiveModeOption()),
     );
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {

@@ -12,7 +12,7 @@
 //   qpgate sessions [--close <id>]
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, requestGateway, resolveTls, resolveToken, withAlternateDevice, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
+import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, httpTimeoutMs, requestGateway, resolveTls, resolveToken, withAlternateDevice, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
 import { table } from '../common/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -24,8 +24,6 @@ import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject
 export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {
   name: string;
   account: string[];
-  /** --http-timeout: ms the handshake's HTTP calls may take. */
-  httpTimeout?: string;
 }
 
 export type Parsed =
@@ -42,7 +40,6 @@ const u64 = (s: string | undefined, what: string): bigint => {
   return BigInt(s);
 };
 
-const httpTimeout = (opts: SessionCliOptions): number | undefined => (opts.httpTimeout === undefined ? undefined : int(opts.httpTimeout, '--http-timeout'));
 
 /** One line of `qpgate order` input; undefined for a blank or comment line. Throws naming what is wrong. */
 export function parseOrderLine(line: string): Parsed | undefined {
@@ -132,7 +129,7 @@ export async function orderCommand(
     device: clientDevice(opts),
     ...withAlternateDevice(opts),
     takeover: true,
-    timeoutMs: httpTimeout(opts),
+    timeoutMs: httpTimeoutMs(opts),
   }).catch((err: unknown) => {
     throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
   });
@@ -185,7 +182,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), ...withAlternateDevice(opts), takeover: true, timeoutMs: httpTimeout(opts) }).catch(
+  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), ...withAlternateDevice(opts), takeover: true, timeoutMs: httpTimeoutMs(opts) }).catch(
     (err: unknown) => {
       throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

@@ -126,3 +126,29 @@ test('with no token anywhere, qps says where it looked and exits 1', async () =>
   assert.equal(r.status, 1);
   assert.equal(r.stderr, 'qpgate qps: no token: pass --token, set QPGATE_TOKEN, or run where /nonexistent-qpgate/admin.token is readable\n');
 });
+
+test('--http-timeout bounds each call to the control plane; a bad value is refused by name', async () => {
+  // A control plane that takes the request and never answers: the CLI gives up after --http-timeout.
+  let arrived = 0;
+  let heldMs: (ms: number) => void = () => undefined;
+  const heldFor = new Promise<number>((resolve) => (heldMs = resolve));
+  const server = createServer((socket) => {
+    socket.once('data', () => (arrived = performance.now()));
+    socket.on('close', () => heldMs(performance.now() - arrived));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const r = await run(['status', '--url', url, '--token', 'x-0123456789abcdef', '--http-timeout', '300']);
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr, `qpgate status: no gateway answers at ${url} (TimeoutError): is \`qpgate serve\` running? (--url to point elsewhere)\n`);
+    const ms = await heldFor;
+    assert.ok(ms >= 250 && ms < 2500, `the request was abandoned after ${ms.toFixed(0)} ms, not the default 5000`);
+
+    const bad = await run(['qps', '--url', url, '--token', 'x-0123456789abcdef', '--http-timeout', '5s']);
+    assert.equal(bad.status, 1);
+    assert.equal(bad.stderr, 'qpgate qps: --http-timeout must be a whole number of milliseconds from 1 to 3600000, got "5s"\n');
+  } finally {
+    server.close();
+  }
+});

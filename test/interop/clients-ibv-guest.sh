@@ -30,14 +30,14 @@ t0=$SECONDS
 times="ready=$t0"
 # Each step as it ends, also in the run directory (shared with the host): what a timed-out run got to.
 mark() { times+=" $1=$((SECONDS - t0))"; t0=$SECONDS; echo "$times" >"${QPGATE_VM_RUN_DIR:-$work}/steps"; }
-client subscribe --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
+client subscribe --http-timeout 60000 --json --count 200 --seconds 120 >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
 mark subscribe
 # The recorder, with frames of both lines lost on their way into rxe_b: what
 # it writes is the published loop byte for byte only if recovery over RC
 # (rxe_b -> rxe_a) filled every gap.
 lose_feed_frames "$QPGATE_VM_VETH_B_NETDEV"
-client record --recovery --count 300 --seconds 120 --out "$work/rec.ticks" >"$work/rec.out" 2>"$work/rec.err"
+client record --http-timeout 60000 --recovery --count 300 --seconds 120 --out "$work/rec.ticks" >"$work/rec.out" 2>"$work/rec.err"
 rec_status=$?
 tc -s filter show dev "$QPGATE_VM_VETH_B_NETDEV" ingress >"$work/tc.txt" 2>&1
 tc qdisc del dev "$QPGATE_VM_VETH_B_NETDEV" clsact

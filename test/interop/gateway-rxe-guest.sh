@@ -26,7 +26,8 @@ lose_feed_frames veth-peer "$ns"
 start_ibv_gateway "$dev" 7480 "$work" "${replay_args[@]}"
 sent0=$(cat "$counters/sent_pkts")
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-before.txt"
-peer record --recovery --count 300 --seconds 120 --out "$work/sub.ticks" >"$work/sub.out" 2>"$work/sub.err"
+# Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
+peer record --http-timeout 60000 --recovery --count 300 --seconds 120 --out "$work/sub.ticks" >"$work/sub.out" 2>"$work/sub.err"
 sub_status=$?
 tc -n "$ns" -s filter show dev veth-peer ingress >"$work/tc.txt" 2>&1
 ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-after.txt"

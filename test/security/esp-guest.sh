@@ -96,7 +96,7 @@ run_soft() {  # case name, key of the peer's SA to the gateway
   capture $gwns esp-gw "$dir/cap.pcap"
   # A late join: the gateway has published for a while, so the subscriber recovers the history over RC.
   sleep 2
-  peer subscribe --recovery --name esp-sub --json --count 300 --seconds 90 >"$dir/sub.out" 2>"$dir/sub.err"
+  peer subscribe --http-timeout 60000 --recovery --name esp-sub --json --count 300 --seconds 90 >"$dir/sub.out" 2>"$dir/sub.err"
   echo $? >"$dir/sub.status"
   printf 'buy 1001 100 5\ncancel 1 1001\n' >"$dir/orders.txt"
   peer order --http-timeout 60000 --name esp-order --account 1 --first-id 1 --file "$dir/orders.txt" --json >"$dir/order.out" 2>"$dir/order.err"
