@@ -40,7 +40,6 @@ const u64 = (s: string | undefined, what: string): bigint => {
   return BigInt(s);
 };
 
-
 /** One line of `qpgate order` input; undefined for a blank or comment line. Throws naming what is wrong. */
 export function parseOrderLine(line: string): Parsed | undefined {
   const words = line.replace(/#.*/, '').trim().split(/\s+/).filter(Boolean);
