@@ -99,7 +99,7 @@ export class OrderClient extends EventEmitter {
   #lastAppSeq: bigint;
   #connected = false;
   #closed = false;
-  readonly #resync = new Resync();
+  readonly #resync: Resync;
   #reconnecting: Promise<void> | undefined;
   // connect() has returned this client: a link lost before that fails connect() instead of failing over.
   #opened = false;
@@ -114,6 +114,7 @@ export class OrderClient extends EventEmitter {
     this.#ep = ep;
     this.#options = options;
     this.#window = options.window ?? 64;
+    this.#resync = new Resync(options.helloTimeoutMs ?? 5000);
     this.#lastAppSeq = options.lastAppSeq ?? 0n;
     this.#keepaliveSlot = ep.shape.sendSlots - 1;
     // Answers, fills and cancels: polled at the engine's wake-ups (a packet, a
@@ -273,8 +274,7 @@ export class OrderClient extends EventEmitter {
     });
     this.#connected = true;
     const welcome = await this.#hello();
-    const timeoutMs = this.#options.helloTimeoutMs ?? 5000;
-    if (welcome.appSeq > this.#lastAppSeq) await this.#resync.resend(welcome.appSeq, timeoutMs, () => this.#lastAppSeq);
+    if (welcome.appSeq > this.#lastAppSeq) await this.#resync.resend(welcome.appSeq, () => this.#lastAppSeq);
     // Unanswered requests go again, oldest first, ahead of anything queued since.
     const unanswered = [...this.#pending.keys()].filter((id) => !this.#queue.includes(id));
     this.#queue.unshift(...unanswered);
@@ -283,7 +283,7 @@ export class OrderClient extends EventEmitter {
   }
 
   #hello(): Promise<Welcome> {
-    const welcome = this.#resync.welcome(this.#options.helloTimeoutMs ?? 5000);
+    const welcome = this.#resync.welcome();
     this.#enqueueSend(encodeHello(this.#lastAppSeq));
     this.#flush();
     return welcome;

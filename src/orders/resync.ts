@@ -13,6 +13,13 @@ interface Waiter<T> {
 }
 
 export class Resync {
+  readonly #timeoutMs: number;
+
+  /** `timeoutMs`: the client's helloTimeoutMs. */
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+  }
+
   #welcome: Waiter<Welcome> | undefined;
   #resend: (Waiter<void> & { target: bigint }) | undefined;
 
@@ -26,7 +33,8 @@ export class Resync {
   }
 
   /** Until `welcomed()`, `refused()` or `lost()`, or `timeoutMs`. */
-  welcome(timeoutMs: number): Promise<Welcome> {
+  welcome(): Promise<Welcome> {
+    const timeoutMs = this.#timeoutMs;
     return new Promise<Welcome>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#welcome = undefined;
@@ -46,7 +54,8 @@ export class Resync {
   }
 
   /** Until `delivered()` reaches `target`, or `lost()`, or nothing new for `timeoutMs`. */
-  resend(target: bigint, timeoutMs: number, lastAppSeq: () => bigint): Promise<void> {
+  resend(target: bigint, lastAppSeq: () => bigint): Promise<void> {
+    const timeoutMs = this.#timeoutMs;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#resend = undefined;

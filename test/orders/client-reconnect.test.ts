@@ -52,7 +52,7 @@ type ClientSide = Awaited<ReturnType<typeof clientSide>>;
 /**
  * A seller whose `resting` orders were filled while it was away (disconnect():
  * the gateway does not know, its fills wait in the resend store), listening
- * for the fills, with `onResent` called at each resent message.
+ * for the fills; whenResent/firstResent run a function at each / the first resent message.
  */
 async function filledWhileAway(url: string, side: ClientSide, resting: number, options: { recvDepth?: number; keepaliveMs?: number; helloTimeoutMs?: number } = {}) {
   const common = { url, token: TOKENS.desk, engine: side.engine, device: side.device, takeover: true, helloTimeoutMs: options.helloTimeoutMs ?? 30_000 };
@@ -80,6 +80,13 @@ async function filledWhileAway(url: string, side: ClientSide, resting: number, o
     fills,
     twice,
     whenResent: (f: () => void) => (onResent = f),
+    /** `f` at the first resent message only. */
+    firstResent(f: () => void) {
+      onResent = () => {
+        onResent = undefined;
+        f();
+      };
+    },
     close: async () => {
       await seller.close();
       await buyer.close();
@@ -100,18 +107,12 @@ test('a connection lost during the resend fails that reconnect at once, and the 
   const side = await clientSide();
   const away = await filledWhileAway(gw.url, side, 20);
   try {
-    let cut = false;
-    away.whenResent(() => {
-      if (cut) return;
-      cut = true; // the first resent fill: the QP goes, mid-resend
-      away.seller.disconnect();
-    });
+    away.firstResent(() => away.seller.disconnect()); // the QP goes, mid-resend
     const started = performance.now();
     await assert.rejects(away.seller.reconnect(), /connection lost \(disconnect\(\) called\) during the resend, at app_seq \d+ of \d+/);
     assert.ok(performance.now() - started < 30_000, 'failed when the connection was lost, not at helloTimeoutMs');
     assert.equal(away.seller.connected, false);
     assert.equal(away.fills.size, 1, 'one fill came before the cut');
-    away.whenResent(() => undefined);
     await away.reconnectsWhole();
   } finally {
     await away.close();
@@ -127,19 +128,13 @@ test('a link that dies during the resend is seen by the keepalive READ, not afte
   const resting = 300;
   const away = await filledWhileAway(gw.url, side, resting, { recvDepth: 32, keepaliveMs: 100 });
   try {
-    let cut = false;
-    away.whenResent(() => {
-      if (cut) return;
-      cut = true;
-      setFaults(side.device, { tx: { drop: 1 }, rx: { drop: 1 } });
-    });
+    away.firstResent(() => setFaults(side.device, { tx: { drop: 1 }, rx: { drop: 1 } }));
     const started = performance.now();
     await assert.rejects(away.seller.reconnect(), /connection lost \(keepalive READ completed with IBV_WC_RETRY_EXC_ERR: the gateway stopped answering\) during the resend/);
     const ms = performance.now() - started;
     assert.ok(ms < 30_000, `seen in ${ms.toFixed(0)} ms, before helloTimeoutMs`);
     assert.ok(away.fills.size < resting, `the cut landed inside the resend (${away.fills.size} of ${resting} fills before it)`);
     setFaults(side.device, null);
-    away.whenResent(() => undefined);
     await away.reconnectsWhole();
   } finally {
     setFaults(side.device, null);
