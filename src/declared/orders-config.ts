@@ -67,7 +67,7 @@ export const ORDERS_LIMITS = {
     "minimum": 1024,
     "maximum": 268435456,
     "default": 1048576,
-    "description": "client order ids the duplicate table holds, all sessions together (2 x this slots of 64 B, touched as ids land); past it, ID_LIMIT"
+    "description": "client order ids the duplicate table holds, all sessions together (an index of 2 x this 4-byte slots, resident from the start, and 64 B per id as ids land); past it, ID_LIMIT"
   },
   "maxClientOrderIds": {
     "minimum": 1,

@@ -12,11 +12,23 @@
 //
 // Hostile clients: the slot of a key comes from SipHash-2-4 under a random
 // per-table key (siphash.h), so ids cannot be chosen to collide, and the
-// table never grows: it holds at most `capacity` ids, in an array of twice
-// that many slots (linear probing stays short at half full) mapped at
-// construction with untouched pages, so memory is taken as ids arrive and
-// no rehash ever runs on the engine thread. insert() refuses once the
-// table is full; the handler also caps each session's share.
+// table never grows: it holds at most `capacity` ids, and no rehash ever
+// runs on the engine thread. insert() refuses once the table is full; the
+// handler also caps each session's share.
+//
+// No page fault on an order's path. The hash spreads ids over the whole
+// table, so every id of a table touched as ids land wrote to a page of its
+// own until all were resident: on this VM a fault costs 10-17 us, and an
+// order -> Ack round trip took 46 us at p50 where 29 us was the rest of it
+// (bench/README.md, "The duplicate table's page faults"). So the table is
+// two parts: an index of 4-byte slots (2 x capacity, linear probing stays
+// short at half full), resident from construction, which the hash spreads
+// over; and the 64-byte entries it points to, appended in the order ids
+// arrive, so they fill pages one after the other, and populate_ahead()
+// (an idle duty cycle's housekeeping) makes the next pages resident before
+// an insert needs them. The entries are never huge pages, so RSS follows
+// the ids (with transparent huge pages "always", khugepaged made every
+// 2 MiB range written to resident).
 #pragma once
 
 #include <cstddef>
@@ -29,7 +41,7 @@ namespace qpgate::orders {
 
 enum class ResponseKind : std::uint8_t { kEmpty = 0, kAck, kReject, kCancelAck, kReplaceAck };
 
-// All zero bytes is an empty entry (the table's pages start zeroed).
+// One id's first answer, written once, when the id is inserted.
 struct DedupeEntry {
   std::uint64_t client_order_id = 0;
   std::uint64_t app_seq = 0;               // of the original answer
@@ -46,7 +58,7 @@ struct DedupeEntry {
 
 class DedupeTable {
  public:
-  // std::bad_alloc if the address space for 2 x capacity slots cannot be mapped.
+  // std::bad_alloc if the index (made resident here) or the entries cannot be mapped.
   DedupeTable(std::size_t capacity, const SipKey& key);
   ~DedupeTable();
   DedupeTable(const DedupeTable&) = delete;
@@ -59,15 +71,30 @@ class DedupeTable {
   std::size_t capacity() const noexcept { return capacity_; }
   bool full() const noexcept { return size_ >= capacity_; }
 
- private:
+  // Makes the entries' pages resident up to kAheadEntries past the last
+  // insert, at most kPopulateStepEntries of them per call (a bounded piece of
+  // an idle duty cycle); returns the entries made resident (0: far enough ahead).
+  std::size_t populate_ahead() noexcept;
+  // Entries whose pages are resident (a multiple of a page's worth, at most capacity).
+  std::size_t resident_entries() const noexcept { return resident_; }
+
+  // The index slot an id's probe starts at (the layout; for tests).
   std::size_t home(std::uint32_t session, std::uint64_t id) const noexcept;
 
+  static constexpr std::size_t kAheadEntries = 4096;         // 64 pages
+  static constexpr std::size_t kPopulateStepEntries = 1024;  // 16 pages
+
+ private:
+  std::uint32_t* index_ = nullptr;  // entry number + 1 per slot; 0 = empty
   DedupeEntry* entries_ = nullptr;
   std::size_t slots_ = 0;  // a power of two, >= 2 x capacity_
   std::size_t mask_ = 0;
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;
+  std::size_t resident_ = 0;
   SipKey key_;
+
+  void populate(std::size_t entries) noexcept;
 };
 
 }  // namespace qpgate::orders

@@ -452,6 +452,7 @@ int OrderService::do_work(std::uint64_t now_ns) {
   counters_.pending_messages.set(pending());
   if (handler_->journal().failed() && counters_.journal_failed.get() == 0) on_journal_failure(now_ns);
   work += pace_sessions(now_ns);
+  if (work == 0) handler_->populate_ahead();
   return work;
 }
 

@@ -2,6 +2,7 @@
 // gateway enforces before it acknowledges.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -288,9 +289,7 @@ TEST(DedupeTable, TheSlotOfAnIdDependsOnTheKeySoCollisionsCannotBeChosen) {
     EXPECT_EQ(one.find(kSessionB, id), nullptr);
   }
   std::size_t same_slot = 0;
-  for (std::uint64_t id = 1; id <= 1000; ++id) {
-    same_slot += (one.find(kSessionA, id) - one.find(kSessionA, 1)) == (two.find(kSessionA, id) - two.find(kSessionA, 1));
-  }
+  for (std::uint64_t id = 1; id <= 1000; ++id) same_slot += one.home(kSessionA, id) == two.home(kSessionA, id);
   EXPECT_LT(same_slot, 20u) << "the layout must change with the key";
   EXPECT_EQ(one.insert(kSessionA, 5000), nullptr) << "full at its capacity: it never grows";
 }
@@ -319,23 +318,44 @@ MappingOf mapping_of(const void* at) {
   return m;
 }
 
-TEST(DedupeTable, MemoryIsTakenAPageAtATimeAsIdsArriveNeverAsHugePages) {
-  // The gateway's default size (orders.sessions' 1 << 20 ids: 128 MiB of slots). 64 ids touch at
-  // most 64 pages of 4 KiB; huge pages (THP "always", or khugepaged later) would make it up to
-  // 64 x 2 MiB. The no-huge-page advice ("nh" in VmFlags) holds wherever THP is configured.
+// Whether the page holding `at` is resident (mincore).
+bool resident(const void* at) {
+  const auto page = reinterpret_cast<std::uintptr_t>(at) & ~std::uintptr_t{4095};
+  unsigned char in = 0;
+  return ::mincore(reinterpret_cast<void*>(page), 4096, &in) == 0 && (in & 1) != 0;
+}
+
+TEST(DedupeTable, EntriesFillPagesInOrderAheadOfTheInsertsNeverAsHugePages) {
+  // The gateway's default size (1 << 20 ids). The hash spreads ids over the
+  // index (resident from the start), never over the entries: they follow one
+  // another, so ids touch a page per 64 of them. populate_ahead(), as an idle
+  // duty cycle runs it between orders, keeps the pages of the next ids
+  // resident before an insert writes there (no page fault on an order's
+  // path), and no further: memory follows the ids. Huge pages (THP
+  // "always", or khugepaged later) would make 2 MiB resident at a time; the
+  // no-huge-page advice ("nh" in VmFlags) holds wherever THP is configured.
   DedupeTable t(std::size_t{1} << 20, SipKey{5, 6});
-  const DedupeEntry* any = nullptr;
-  for (std::uint64_t id = 1; id <= 64; ++id) {
+  EXPECT_EQ(t.resident_entries(), DedupeTable::kAheadEntries) << "the first ids' pages, at construction";
+  DedupeEntry* const first = t.insert(kSessionA, 1);
+  ASSERT_NE(first, nullptr);
+  for (std::uint64_t id = 2; id <= 20'000; ++id) {
+    t.populate_ahead();
+    if (id % 64 == 0) {
+      ASSERT_TRUE(resident(first + (id - 1) + DedupeTable::kAheadEntries - 1))
+          << "the page " << DedupeTable::kAheadEntries << " ids ahead of id " << id << " is resident before it is needed";
+    }
     DedupeEntry* e = t.insert(kSessionA, id);
-    ASSERT_NE(e, nullptr);
+    ASSERT_EQ(e, first + (id - 1)) << "entries in the order ids arrive";
     e->kind = ResponseKind::kAck;
-    any = e;
   }
-  const MappingOf m = mapping_of(any);
+  EXPECT_LE(t.resident_entries(), 20'000 + DedupeTable::kAheadEntries + DedupeTable::kPopulateStepEntries);
+  EXPECT_FALSE(resident(first + 20'000 + 4 * DedupeTable::kAheadEntries)) << "nothing far past the ids is made resident";
+  EXPECT_EQ(t.find(kSessionA, 12'345), first + 12'344);
+  const MappingOf m = mapping_of(first);
   ASSERT_GE(m.rss_kb, 0) << "the table's mapping is in /proc/self/smaps";
-  EXPECT_NE(m.vm_flags.find(" nh"), std::string::npos) << "MADV_NOHUGEPAGE on the table: " << m.vm_flags;
-  // A probe may run into the next page: at most 2 pages per id, far below one huge page (2048 KiB).
-  EXPECT_LE(m.rss_kb, 2 * 64 * 4) << "resident KiB for 64 ids";
+  EXPECT_NE(m.vm_flags.find(" nh"), std::string::npos) << "MADV_NOHUGEPAGE on the entries: " << m.vm_flags;
+  // 20,000 ids of 64 B and the populated pages ahead of them, far below one more huge page (2048 KiB).
+  EXPECT_LE(m.rss_kb, (20'000 + DedupeTable::kAheadEntries + DedupeTable::kPopulateStepEntries) * 64 / 1024 + 4) << "resident KiB";
 }
 
 TEST(SipHash, MatchesTheReferenceVectors) {
