@@ -10,15 +10,8 @@ namespace qpgate::orders {
 
 namespace {
 
-constexpr std::size_t kPageBytes = 4096;
-static_assert(sizeof(DedupeEntry) == 64, "a page holds a whole number of entries");
-constexpr std::size_t kEntriesPerPage = kPageBytes / sizeof(DedupeEntry);
-
-void* map_anonymous(std::size_t bytes, int extra_flags) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc{};
-  return p;
-}
+static_assert(AheadPages::kPageBytes % sizeof(DedupeEntry) == 0, "a page holds a whole number of entries");
+constexpr std::size_t kEntriesPerPage = AheadPages::kPageBytes / sizeof(DedupeEntry);
 
 }  // namespace
 
@@ -26,25 +19,18 @@ DedupeTable::DedupeTable(std::size_t capacity, const SipKey& key)
     : slots_(std::bit_ceil(std::max<std::size_t>(capacity * 2, 16))),
       mask_(slots_ - 1),
       capacity_(std::max<std::size_t>(capacity, 1)),
-      key_(key) {
+      key_(key),
+      entry_pages_(capacity_ * sizeof(DedupeEntry)),
+      entries_(static_cast<DedupeEntry*>(entry_pages_.data())) {
   // The index is resident from here on (MAP_POPULATE): the hash lands anywhere in it.
-  index_ = static_cast<std::uint32_t*>(map_anonymous(slots_ * sizeof(std::uint32_t), MAP_POPULATE));
-  try {
-    // Anonymous pages read as zero and cost memory only once written.
-    entries_ = static_cast<DedupeEntry*>(map_anonymous(capacity_ * sizeof(DedupeEntry), MAP_NORESERVE));
-  } catch (const std::bad_alloc&) {
-    ::munmap(index_, slots_ * sizeof(std::uint32_t));
-    throw;
-  }
-  // Never huge pages (see dedupe.h). Best effort: a kernel without THP refuses the advice.
-  (void)::madvise(entries_, capacity_ * sizeof(DedupeEntry), MADV_NOHUGEPAGE);
+  void* p = ::mmap(nullptr, slots_ * sizeof(std::uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc{};
+  index_ = static_cast<std::uint32_t*>(p);
   populate(kAheadEntries);
 }
 
-DedupeTable::~DedupeTable() {
-  ::munmap(entries_, capacity_ * sizeof(DedupeEntry));
-  ::munmap(index_, slots_ * sizeof(std::uint32_t));
-}
+DedupeTable::~DedupeTable() { ::munmap(index_, slots_ * sizeof(std::uint32_t)); }
 
 std::size_t DedupeTable::home(std::uint32_t session, std::uint64_t id) const noexcept {
   const std::uint64_t words[2] = {id, session};
@@ -81,15 +67,10 @@ std::size_t DedupeTable::populate_ahead() noexcept {
 }
 
 void DedupeTable::populate(std::size_t entries) noexcept {
-  // Whole pages: the next call's start stays page aligned.
+  // Whole pages, so that the next call starts where this one ended.
   const std::size_t to = std::min((resident_ + entries + kEntriesPerPage - 1) / kEntriesPerPage * kEntriesPerPage, capacity_);
   if (to <= resident_) return;
-  auto* from = reinterpret_cast<unsigned char*>(entries_ + resident_);
-  const std::size_t bytes = (to - resident_) * sizeof(DedupeEntry);
-  if (::madvise(from, bytes, MADV_POPULATE_WRITE) != 0) {
-    // A kernel before 5.14 (or larger pages): write each page (zero onto zero) so the fault is taken here.
-    for (std::size_t at = 0; at < bytes; at += kPageBytes) *reinterpret_cast<volatile unsigned char*>(from + at) = 0;
-  }
+  entry_pages_.populate(resident_ * sizeof(DedupeEntry), to * sizeof(DedupeEntry));
   resident_ = to;
 }
 

@@ -26,14 +26,13 @@
 // over; and the 64-byte entries it points to, appended in the order ids
 // arrive, so they fill pages one after the other, and populate_ahead()
 // (an idle duty cycle's housekeeping) makes the next pages resident before
-// an insert needs them. The entries are never huge pages, so RSS follows
-// the ids (with transparent huge pages "always", khugepaged made every
-// 2 MiB range written to resident).
+// an insert needs them (ahead_pages.h); memory follows the ids.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "orders/ahead_pages.h"
 #include "orders/siphash.h"
 #include "orders/types.h"
 
@@ -86,13 +85,14 @@ class DedupeTable {
 
  private:
   std::uint32_t* index_ = nullptr;  // entry number + 1 per slot; 0 = empty
-  DedupeEntry* entries_ = nullptr;
   std::size_t slots_ = 0;  // a power of two, >= 2 x capacity_
   std::size_t mask_ = 0;
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;
   std::size_t resident_ = 0;
   SipKey key_;
+  AheadPages entry_pages_;
+  DedupeEntry* entries_;
 
   void populate(std::size_t entries) noexcept;
 };

@@ -452,8 +452,15 @@ int OrderService::do_work(std::uint64_t now_ns) {
   counters_.pending_messages.set(pending());
   if (handler_->journal().failed() && counters_.journal_failed.get() == 0) on_journal_failure(now_ns);
   work += pace_sessions(now_ns);
-  if (work == 0) handler_->populate_ahead();
+  if (work == 0) populate_ahead();
   return work;
+}
+
+void OrderService::populate_ahead() noexcept {
+  handler_->populate_ahead();
+  if (sessions_.empty()) return;
+  populate_turn_ = (populate_turn_ + 1) % sessions_.size();
+  if (ResendStore* st = find_store(sessions_[populate_turn_]->id())) st->populate_ahead();
 }
 
 bool OrderService::held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const {

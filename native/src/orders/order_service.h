@@ -238,6 +238,10 @@ class OrderService {
   bool held_too_long(RcSession& s, bool over_limit, std::uint64_t now_ns) const;
   void on_journal_failure(std::uint64_t now_ns);
   std::size_t pending() const noexcept;
+  // An idle duty cycle's housekeeping: the pages the next messages will
+  // write made resident first (ahead_pages.h), the duplicate table's and one
+  // session's resend ring per cycle, in turn.
+  void populate_ahead() noexcept;
 
   ServiceConfig config_;
   std::vector<ServiceDevice> devices_;  // [kPrimaryDevice], and [kAlternateDevice] if given
@@ -253,6 +257,7 @@ class OrderService {
   metrics::LatencyHistogram ack_latency_;
   std::string last_rebuild_failure_;
   std::uint64_t last_rebuild_job_ = 0;
+  std::size_t populate_turn_ = 0;  // the session whose resend ring populate_ahead() tops up next
   // Last: its worker reads the journal file, so it stops before the handler goes.
   std::unique_ptr<ResendRebuilder> rebuilder_;
 };
