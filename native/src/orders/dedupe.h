@@ -17,10 +17,11 @@
 // handler also caps each session's share.
 //
 // No page fault on an order's path. The hash spreads ids over the whole
-// table, so every id of a table touched as ids land wrote to a page of its
-// own until all were resident: on this VM a fault costs 10-17 us, and an
-// order -> Ack round trip took 46 us at p50 where 29 us was the rest of it
-// (bench/README.md, "The duplicate table's page faults"). So the table is
+// table: in a table of 64-byte slots touched as ids landed, nearly every new
+// id wrote to a page of its own until all were resident. On the 2-vCPU VM of
+// bench/README.md a fault costs 10-17 us, and an order -> Ack round trip took
+// 46 us at p50 where 29 us was the rest of it ("The duplicate table's page
+// faults" there). So the table is
 // two parts: an index of 4-byte slots (2 x capacity, linear probing stays
 // short at half full), resident from construction, which the hash spreads
 // over; and the 64-byte entries it points to, appended in the order ids
