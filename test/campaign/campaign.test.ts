@@ -61,7 +61,14 @@
 // (test/orders/client-reconnect.test.ts reproduces all three). With that, on 2026-12-06
 // (3,000 orders, 2 kills, 1000 ticks/s, 120 s soak, beside a full `npm test`, load 2.4-5.5):
 // 12.9 min, every order answered, no session lost on its own, restarts 108 and 129 s,
-// RSS +1.1 %, CPU +7.4 % over the soak; not yet re-run at the 6,000-order scale.
+// RSS +1.1 %, CPU +7.4 % over the soak. After the order path stopped taking page faults and
+// growing resend rings on the engine thread (native/src/orders/ahead_pages.h), alone on the
+// machine: the same scale in 6.0 min (restarts 50 and 36 s, 0 ticks lost, RSS +1.3 %, CPU -1.2 %),
+// and 10,000 orders, 4 kills, 2000 ticks/s, 300 s soak in 13.3 min: every order answered, no
+// session lost, restarts 45-62 s, 1.2 M ticks per subscriber, RSS +1.1 %, CPU -1.3 %. That run's
+// soak reported ~18,300 ticks per subscriber lost, each with its range: the subscribers (JS under
+// TCG at 2000 ticks/s) fell behind (ringFullDrops ~6,400 each: holes asked for over recovery) and
+// recovery gave up 5 times (recoveryFailures), as subscriber_channel.h says it does.
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
