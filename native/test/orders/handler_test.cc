@@ -2,7 +2,6 @@
 // gateway enforces before it acknowledges.
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -316,13 +315,6 @@ MappingOf mapping_of(const void* at) {
     if (line.rfind("VmFlags:", 0) == 0) m.vm_flags = line;
   }
   return m;
-}
-
-// Whether the page holding `at` is resident (mincore).
-bool resident(const void* at) {
-  const auto page = reinterpret_cast<std::uintptr_t>(at) & ~std::uintptr_t{4095};
-  unsigned char in = 0;
-  return ::mincore(reinterpret_cast<void*>(page), 4096, &in) == 0 && (in & 1) != 0;
 }
 
 TEST(DedupeTable, EntriesFillPagesInOrderAheadOfTheInsertsNeverAsHugePages) {

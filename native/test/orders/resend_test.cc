@@ -1,4 +1,4 @@
-// The resend stores (order_service.h): they grow with use, are freed when
+// The resend stores (order_service.h): they cost what was sent, are freed when
 // a session closes, and a closed (or restarted) session's next Hello gets
 // what it missed rebuilt from the journal. Addresses 127.66.<test>.x as in
 // session_test.cc.
@@ -9,8 +9,6 @@
 #include <map>
 #include <string>
 #include <thread>
-
-#include <sys/mman.h>
 
 #include "session_support.h"
 
@@ -40,13 +38,6 @@ TEST(OrderSessions, ResendStoresCostWhatWasSentAndAreFreedOnClose) {
 }
 
 
-// Whether the page holding `at` is resident (mincore).
-bool resident(const void* at) {
-  const auto page = reinterpret_cast<std::uintptr_t>(at) & ~std::uintptr_t{4095};
-  unsigned char in = 0;
-  return ::mincore(reinterpret_cast<void*>(page), 4096, &in) == 0 && (in & 1) != 0;
-}
-
 TEST(ResendStore, AMessageStaysWhereItWasPutAndTheNextSlotsAreResidentBeforeTheyAreNeeded) {
   // A ring that grew as it filled moved every message it kept at each
   // doubling (18-23 ms of one put() at the 4,097th message, on the engine
@@ -59,7 +50,7 @@ TEST(ResendStore, AMessageStaysWhereItWasPutAndTheNextSlotsAreResidentBeforeThey
   const std::uint8_t* first = store.get(1).data();
   // Where message n's bytes are: the ring's slots follow one another, n's at n mod 8192.
   const std::uintptr_t slot_bytes = reinterpret_cast<std::uintptr_t>(store.get(2).data()) - reinterpret_cast<std::uintptr_t>(first);
-  const auto bytes_of = [&](std::uint64_t n) {
+  const auto slot_of = [&](std::uint64_t n) {
     return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(first) + ((n % 8192) - 1) * slot_bytes);
   };
   std::size_t checked = 0;
@@ -67,7 +58,7 @@ TEST(ResendStore, AMessageStaysWhereItWasPutAndTheNextSlotsAreResidentBeforeThey
     store.populate_ahead();
     if (seq % 97 == 0) {
       const std::uint64_t ahead = seq + ResendStore::kAheadSlots - 1;
-      ASSERT_TRUE(resident(bytes_of(ahead))) << "the slot of message " << ahead << " when " << seq << " is sent";
+      ASSERT_TRUE(resident(slot_of(ahead))) << "the slot of message " << ahead << " when " << seq << " is sent";
       ++checked;
     }
     store.put(seq, {message, sizeof message});

@@ -2,6 +2,7 @@
 // and a decoder for what the handler sent.
 #pragma once
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -22,6 +23,14 @@ inline constexpr std::uint64_t kAccountA = 100;
 inline constexpr std::uint64_t kAccountB = 200;
 inline constexpr std::uint32_t kSessionA = 1;
 inline constexpr std::uint32_t kSessionB = 2;
+
+// Whether the page holding `at` is resident (mincore): what an idle cycle's
+// populate_ahead() promises for the memory an order will write next.
+inline bool resident(const void* at) {
+  const auto page = reinterpret_cast<std::uintptr_t>(at) & ~std::uintptr_t{4095};
+  unsigned char in = 0;
+  return ::mincore(reinterpret_cast<void*>(page), 4096, &in) == 0 && (in & 1) != 0;
+}
 
 inline std::vector<std::uint8_t> bytes_of(const OrderMessage& m) {
   std::vector<std::uint8_t> out(kMaxEncodedBytes);
