@@ -111,14 +111,100 @@ export function formatMessage(m: SequencedMessage): string {
   }
 }
 
-export async function orderCommand(
-  opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string; json?: boolean },
+/**
+ * Keeps `qpgate order`'s session through a lost connection (a restarted
+ * gateway, a link that stopped answering): reconnect() once a second — the
+ * same session, Hello with the last app_seq, the resend, the unanswered
+ * requests again, each settled once — for up to `seconds`. After that the
+ * client is closed, so the requests still waiting fail instead of waiting
+ * for ever, onLost() is called, and lost() says why.
+ */
+function keepSessionUp(client: OrderClient, seconds: number, warn: (line: string) => void, onLost: () => void): { lost: () => string | undefined; stop: () => void } {
+  let lostFor: string | undefined;
+  let retrying = false;
+  let stopped = false;
+  const giveUp = (why: string): void => {
+    lostFor = why;
+    void client.close();
+    onLost();
+  };
+  client.on('disconnect', (reason: string) => {
+    if (retrying || stopped) return;  // a retry under way goes on; its failures are its own
+    if (seconds === 0) return giveUp(`connection lost (${reason})`);
+    retrying = true;
+    warn(`qpgate order: connection lost (${reason}); reconnecting for up to ${seconds} s`);
+    const until = Date.now() + seconds * 1000;
+    const attempt = (): void => {
+      client.reconnect().then(
+        () => {
+          retrying = false;
+          warn(`qpgate order: reconnected (session ${client.id}, app_seq ${client.lastAppSeq})`);
+        },
+        (err: Error) => {
+          if (stopped) return;
+          if (Date.now() + 1000 <= until) return void setTimeout(attempt, 1000);
+          giveUp(`connection lost (${reason}) and ${seconds} s of reconnecting failed: ${err.message}`);
+        },
+      );
+    };
+    attempt();
+  });
+  return { lost: () => lostFor, stop: () => void (stopped = true) };
+}
+
+const nonNegativeSeconds = (text: string, what: string): number => {
+  const s = Number(text);
+  if (text.trim() === '' || !Number.isFinite(s) || s < 0) throw new ClientError(`${what}: expected a number of seconds (0 or more; 1.5 is fine), got ${JSON.stringify(text)}`);
+  return s;
+};
+
+/** One request of `qpgate order` to the client; resolves with its answer. */
+function sendRequest(client: OrderClient, p: Parsed, id: bigint, account: bigint): Promise<SequencedMessage> {
+  if (p.kind === 'newOrder') {
+    return client.newOrder({ clientOrderId: id, instrumentId: p.instrumentId, side: p.side, price: p.price, quantity: p.quantity, timeInForce: p.tif, account: p.account ?? account });
+  }
+  if (p.kind === 'cancel') return client.cancel({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId });
+  return client.replace({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId, price: p.price, quantity: p.quantity });
+}
+
+/** Sends each request line in turn, waiting for its answer; returns how many lines failed (unparsable or rejected). */
+async function sendLines(
+  lines: AsyncIterable<string>,
+  firstId: bigint,
+  send: (p: Parsed, id: bigint) => Promise<SequencedMessage>,
   out: (line: string) => void,
+  json: boolean,
+): Promise<number> {
+  let nextId = firstId;
+  let failures = 0;
+  let lineNo = 0;
+  for await (const line of lines) {
+    lineNo++;
+    let p: Parsed | undefined;
+    try {
+      p = parseOrderLine(line);
+    } catch (err) {
+      out(json ? jsonLine({ line: lineNo, error: (err as Error).message }) : `line ${lineNo}: ${(err as Error).message}`);
+      failures++;
+      continue;
+    }
+    if (p === undefined) continue;
+    const answer = await send(p, p.id ?? nextId++);
+    if (answer.kind === 'reject') failures++;
+  }
+  return failures;
+}
+
+export async function orderCommand(
+  opts: SessionCliOptions & { file?: string; firstId?: string; linger?: string; reconnectSeconds?: string; json?: boolean },
+  out: (line: string) => void,
+  warn: (line: string) => void = (line) => void process.stderr.write(`${line}\n`),
 ): Promise<number> {
   const show = (m: SequencedMessage | Reject) => out(opts.json ? jsonLine(m) : formatMessage(m));
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
+  const reconnectSeconds = nonNegativeSeconds(opts.reconnectSeconds ?? '30', '--reconnect-seconds');
   const client = await OrderClient.connect({
     url: baseUrl(opts),
     token,
@@ -134,37 +220,32 @@ export async function orderCommand(
   });
   // Client order ids must never repeat in a session (the gateway answers a repeat with its first answer):
   // by default they start at the current time in µs, so later runs start above earlier ones.
-  let nextId = opts.firstId !== undefined ? u64(opts.firstId, '--first-id') : BigInt(Date.now()) * 1000n;
+  const firstId = opts.firstId !== undefined ? u64(opts.firstId, '--first-id') : BigInt(Date.now()) * 1000n;
   // Everything the session is sent, in app_seq order: answers, fills, unsolicited cancels.
   client.on('message', show);
   client.on('reject', show);
-  client.on('failover', (f: { device: string; reason: string; ms: number }) => process.stderr.write(`qpgate order: failed over to the ${f.device} device in ${f.ms.toFixed(0)} ms (${f.reason})\n`));
-  let failures = 0;
-  const lines = createInterface({ input: opts.file ? createReadStream(opts.file) : process.stdin, crlfDelay: Infinity });
-  let lineNo = 0;
-  for await (const line of lines) {
-    lineNo++;
-    let p: Parsed | undefined;
-    try {
-      p = parseOrderLine(line);
-    } catch (err) {
-      out(opts.json ? jsonLine({ line: lineNo, error: (err as Error).message }) : `line ${lineNo}: ${(err as Error).message}`);
-      failures++;
-      continue;
-    }
-    if (p === undefined) continue;
-    const id = p.id ?? nextId++;
-    let answer: SequencedMessage;
-    if (p.kind === 'newOrder') {
-      answer = await client.newOrder({ clientOrderId: id, instrumentId: p.instrumentId, side: p.side, price: p.price, quantity: p.quantity, timeInForce: p.tif, account: p.account ?? accounts[0]! });
-    } else if (p.kind === 'cancel') {
-      answer = await client.cancel({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId });
-    } else {
-      answer = await client.replace({ clientOrderId: id, origClientOrderId: p.orig, instrumentId: p.instrumentId, price: p.price, quantity: p.quantity });
-    }
-    if (answer.kind === 'reject') failures++;
+  client.on('failover', (f: { device: string; reason: string; ms: number }) => warn(`qpgate order: failed over to the ${f.device} device in ${f.ms.toFixed(0)} ms (${f.reason})`));
+  const input = opts.file ? createReadStream(opts.file) : process.stdin;
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  // Lost for good: the input is closed too, so a command waiting for its next line ends at once.
+  const session = keepSessionUp(client, reconnectSeconds, warn, () => lines.close());
+  // A request still unanswered when the session is lost for good ends the command with the reason.
+  const settle = <T>(answer: Promise<T>): Promise<T> =>
+    answer.catch((err: Error) => {
+      throw new ClientError(session.lost() ?? err.message);
+    });
+  let failures: number;
+  try {
+    const send = (p: Parsed, id: bigint) => settle(sendRequest(client, p, id, accounts[0]!));
+    failures = await sendLines(lines, firstId, send, out, opts.json === true);
+  } finally {
+    // Ended before the input did (the session lost for good): an open stdin would keep the process alive.
+    input.destroy();
   }
   await new Promise((r) => setTimeout(r, opts.linger !== undefined ? int(opts.linger, '--linger') : 200));
+  session.stop();
+  const lost = session.lost();
+  if (lost !== undefined) throw new ClientError(lost);
   out(opts.json ? jsonLine({ session: client.id, lastAppSeq: client.lastAppSeq }) : `session ${client.id} last app_seq ${client.lastAppSeq}`);
   await client.close();
   return failures > 0 ? 1 : 0;

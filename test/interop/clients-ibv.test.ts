@@ -67,7 +67,8 @@ test('clients on rxe (--backend ibv): subscribe gets the feed, record gets it by
   // the harness's 900 s default did not hold, so 1500 s as gateway-rxe's, and this test's own limit above it.
   const r = runGuestScript(['--veth'], 'test/interop/clients-ibv-guest.sh', 1500)[0] as unknown as GuestResult;
   process.stdout.write(`# guest steps (s): ${r.seconds}\n`);
-  const where = `\n--- gateway:\n${r.gwOut}\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- risk:\n${r.riskErr}\n--- killed:\n${r.killedErr}`;
+  // The clients' few lines first, the gateway's long log last: a CI report cuts a long message short.
+  const where = `\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- risk:\n${r.riskErr}\n--- killed:\n${r.killedErr}\n--- gateway:\n${r.gwOut}`;
 
   // The feed on rxe_b: COUNT messages, decoded, in sequence with no gap.
   assert.equal(r.status.sub, 0, where);

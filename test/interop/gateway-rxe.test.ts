@@ -56,7 +56,8 @@ test('the gateway on rxe (backend.kind ibv): a soft recorder gets the feed byte 
   // Two gateway starts (the SIGKILL's restart) under TCG: 554-640 s at load 16-18 (2026-12-02), so the
   // harness's 900 s default would not hold at load 20+; 1500 s, and this test's own limit above it.
   const r = runGuestScript(['--netns'], 'test/interop/gateway-rxe-guest.sh', 1500)[0] as unknown as GuestResult;
-  const where = `\n--- gateway:\n${r.gwOut}\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- /proc/net/dev:\n${JSON.stringify(r.netDev, null, 1)}`;
+  // The clients' few lines first, the gateway's long log last: a CI report cuts a long message short.
+  const where = `\n--- subscriber:\n${r.subErr}\n--- order (status ${r.orderStatus}):\n${r.orderErr}\n--- /proc/net/dev:\n${JSON.stringify(r.netDev, null, 1)}\n--- gateway:\n${r.gwOut}`;
 
   // The device is rxe's, with the RoCE v2 IPv4-mapped GID chosen and said so.
   assert.ok(r.device !== null, where);

@@ -7,11 +7,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QPGATE_BIN } from '../support/paths.js';
+import { startCli } from '../support/cli.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { parseOrderLine } from '../../src/orders/cli.js';
 import { OrderClient } from '../../src/orders/client.js';
 import { Side, TimeInForce } from '../../src/orders/messages.js';
-import { ordersYaml, startOrdersGateway, TOKENS } from './support.js';
+import { call, ordersYaml, startOrdersGateway, TOKENS } from './support.js';
 
 const run = (args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
@@ -116,5 +117,55 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
   } finally {
     await live?.close().catch(() => undefined);
     await gw.close();
+  }
+});
+
+test('qpgate order keeps its session through a lost connection: it reconnects, prints what the gateway sent meanwhile and goes on; a gateway gone for good ends it with the reason, exit 1', { timeout: 120_000 }, async () => {
+  const gw = await startOrdersGateway();
+  try {
+    const cli = startCli(['order', '--url', gw.url, '--address', freeLoopbackAddress(), '--token', TOKENS.desk, '--name', 'cli-lost', '--account', '1'], { QPGATE_TOKEN: '' });
+    cli.send('sell 1 10000 5 id=1');
+    await cli.waitFor('stdout', /^ack 1 order \d+$/m);
+    const listed = await call(gw.url, 'GET', '/v1/sessions', TOKENS.ops);
+    const id = (listed.json.sessions as Array<{ id: number; name: string }>).find((s) => s.name === 'cli-lost')!.id;
+    const closed = await call(gw.url, 'DELETE', `/v1/sessions/${id}`, TOKENS.ops);
+    assert.ok(closed.status >= 200 && closed.status < 300, JSON.stringify(closed));
+    // The gateway's QP is in ERR (the resting sell cancelled on disconnect): the
+    // CLI's keepalive runs out of retries, it reconnects to the same session
+    // and prints the cancel it was sent meanwhile, then takes the next line.
+    await cli.waitFor('stderr', /^qpgate order: reconnected \(session \d+, app_seq \d+\)$/m);
+    await cli.waitFor('stdout', /^cancel 1 \S+ quantity 5$/m);
+    cli.send('buy 1 9000 1 id=2');
+    await cli.waitFor('stdout', /^ack 2 order \d+$/m);
+    cli.end();
+    const done = await cli.exited;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stderr, /^qpgate order: connection lost \(keepalive READ completed with IBV_WC_RETRY_EXC_ERR: .+\); reconnecting for up to 30 s$/m);
+    const lines = done.stdout.trim().split('\n');
+    assert.deepEqual(lines.map((l) => l.split(' ').slice(0, 2).join(' ')), ['ack 1', 'cancel 1', 'ack 2', `session ${id}`], done.stdout);
+  } finally {
+    await gw.close();
+  }
+
+  // A gateway gone for good: a command waiting for an answer, and one waiting
+  // for its next line, each end with the reason instead of waiting for ever.
+  const gone = await startOrdersGateway();
+  const clis = ['cli-waiting', 'cli-idle'].map((name) =>
+    startCli(['order', '--url', gone.url, '--address', freeLoopbackAddress(), '--token', TOKENS.desk, '--name', name, '--account', '1', '--reconnect-seconds', '1'], { QPGATE_TOKEN: '' }),
+  );
+  try {
+    for (const [i, cli] of clis.entries()) {
+      cli.send(`sell 1 ${10000 + i} 5 id=1`);
+      await cli.waitFor('stdout', /^ack 1 order \d+$/m);
+    }
+  } finally {
+    await gone.close();
+  }
+  clis[0]!.send('sell 1 10000 5 id=2');
+  for (const cli of clis) {
+    const done = await cli.exited;
+    assert.equal(done.code, 1, done.stderr);
+    assert.match(done.stderr, /^qpgate order: connection lost \(.+\); reconnecting for up to 1 s\nqpgate order: connection lost \(.+\) and 1 s of reconnecting failed: .+\n$/, done.stderr);
+    assert.doesNotMatch(done.stdout, /^ack 2/m);
   }
 });
