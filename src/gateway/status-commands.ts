@@ -52,7 +52,9 @@ interface Status {
       placement: { numaSource: string; memoryPolicy: string; hugePages: string; cpuReason: string };
     };
   };
-  slo: { objectives: Array<{ name: string; status: string; percentile: number; thresholdUs: number; windows: Array<{ window: string; observedUs: number; burnRate: number }> }> };
+  slo: {
+    objectives: Array<{ name: string; status: string; percentile: number; thresholdUs: number; minEvents: number; windows: Array<{ window: string; observedUs: number; burnRate: number; events: number; judged: boolean }> }>;
+  };
   feeds: { enabled: boolean; summary: unknown };
   sessions: { enabled: boolean; summary: unknown };
   qps: QpRow[];
@@ -103,7 +105,9 @@ export function formatStatus(s: Status, url: string): string {
   out.push('SLOs:');
   if (s.slo.objectives.length === 0) out.push('\tnone configured');
   for (const o of s.slo.objectives) {
-    const w = o.windows.map((x) => `${x.window} p${o.percentile}=${x.observedUs}µs burn ${x.burnRate.toFixed(2)}`).join(', ');
+    const w = o.windows
+      .map((x) => (x.judged ? `${x.window} p${o.percentile}=${x.observedUs}µs burn ${x.burnRate.toFixed(2)}` : `${x.window} ${x.events} of ${o.minEvents} events`))
+      .join(', ');
     out.push(`\t${o.name}: ${o.status} (p${o.percentile} ≤ ${o.thresholdUs} µs)${w ? `; ${w}` : ''}`);
   }
   out.push(...formatFeeds(s.feeds));

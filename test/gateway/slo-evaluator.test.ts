@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LatencyCounts } from '../../src/native/latency-counts.js';
-import { SloEvaluator } from '../../src/gateway/slo/evaluator.js';
+import { defaultMinEvents, SloEvaluator } from '../../src/gateway/slo/evaluator.js';
 
 /** A cumulative latency source tests can add events to, like the engine's counters. */
 function source() {
@@ -77,4 +77,18 @@ test('an empty window is compliant with no burn', () => {
 
 test('an objective naming an unknown latency is refused', () => {
   assert.throws(() => new SloEvaluator([{ ...objective, latency: 'nope' }], {}), /SLO tick-publish-p99: no latency source named nope/);
+});
+
+test('minEvents: 100 / (100 - p) by default (the fewest events whose percentile is not the slowest), or as configured', () => {
+  assert.deepEqual([50, 90, 99, 99.9, 99.99].map(defaultMinEvents), [2, 10, 100, 1000, 10000]);
+  const counts = source();
+  const ack = { name: 'x', latency: 'order_ack', percentile: 99, thresholdUs: 200, windowsSeconds: [60] };
+  const few = new SloEvaluator([{ ...ack, minEvents: 3 }], { order_ack: counts.read });
+  const many = new SloEvaluator([ack], { order_ack: counts.read });
+  few.tick(0);
+  many.tick(0);
+  counts.add(400_000, 1);
+  counts.add(30_000, 2);
+  assert.deepEqual([few.tick(1000)[0]!.compliant, few.status()[0]!.windows[0]!.judged], [false, true]);
+  assert.deepEqual([many.tick(1000)[0]!.compliant, many.status()[0]!.windows[0]!.judged], [true, false]);
 });

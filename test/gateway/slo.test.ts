@@ -34,7 +34,7 @@ after(async () => {
   await gw.close('test done');
 });
 
-type Slo = { name: string; status: string; compliant: boolean | null; windows: Array<{ window: string; compliant: boolean; burnRate: number; observedUs: number; events: number; slowEvents: number }> };
+type Slo = { name: string; status: string; compliant: boolean | null; minEvents: number; windows: Array<{ window: string; judged: boolean; compliant: boolean; burnRate: number; observedUs: number; events: number; slowEvents: number }> };
 const evaluate = async (): Promise<Slo[]> => {
   const r = await client(gw).post('/v1/slo/evaluate', ADMIN_TOKEN);
   assert.equal(r.status, 200);
@@ -47,7 +47,7 @@ test('an SLO goes red when latency beyond its threshold is injected, and green a
   const unregister = gw.state.latency.registerLatency('tick_publish', 'Tick enqueue to on the wire.', rec.read);
   try {
     let s = await evaluate();
-    assert.equal(publish(s).status, 'ok');
+    assert.equal(publish(s).status, 'too few events');
     assert.equal(s.find((o) => o.name === 'ack-p99')!.status, 'no data source');
 
     rec.record(20_000, 1000); // 20 µs: well under 100 µs
@@ -94,6 +94,38 @@ test('an SLO goes red when latency beyond its threshold is injected, and green a
   }
 });
 
+test('a window with fewer events than minEvents is not judged: one slow first order of three is "too few events", not a violation, and has no burn rate to page on', async () => {
+  const rec = new TestLatencyRecorder();
+  const unregister = gw.state.latency.registerLatency('order_ack', 'Order in to ack out.', rec.read);
+  const ack = (list: Slo[]) => list.find((o) => o.name === 'ack-p99')!;
+  try {
+    await evaluate();
+    rec.record(400_000, 1); // a cold first order: 400 µs against 200
+    rec.record(30_000, 2);
+    let a = ack(await evaluate());
+    assert.equal(a.minEvents, 100, 'p99 wants 100 events');
+    assert.equal(a.status, 'too few events');
+    assert.deepEqual(a.windows.map((w) => [w.events, w.slowEvents, w.judged, w.compliant]), [[3, 1, false, true]]);
+    let m = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
+    assert.equal(sampleValue(m, 'qpgate_slo_min_events', { slo: 'ack-p99' }), 100);
+    assert.equal(sampleValue(m, 'qpgate_slo_compliant', { slo: 'ack-p99', window: '10s' }), 1);
+    assert.equal(sampleValue(m, 'qpgate_slo_burn_rate', { slo: 'ack-p99', window: '10s' }), undefined);
+    assert.equal(sampleValue(m, 'qpgate_slo_slow_events_total', { slo: 'ack-p99' }), 1, 'the raw totals are still exported');
+
+    // With 100 events the window is judged: 1 slow of 100 is within p99, 2 are not.
+    rec.record(30_000, 97);
+    a = ack(await evaluate());
+    assert.deepEqual([a.status, a.windows[0]!.judged, a.windows[0]!.events], ['ok', true, 100]);
+    rec.record(400_000, 1);
+    a = ack(await evaluate());
+    assert.equal(a.status, 'violated');
+    m = parsePrometheusText((await client(gw).get('/metrics', READ_TOKEN)).text);
+    assert.ok(sampleValue(m, 'qpgate_slo_burn_rate', { slo: 'ack-p99', window: '10s' })! > 1);
+  } finally {
+    unregister();
+  }
+});
+
 test('the evaluator also runs on its timer', async () => {
   const before = ((await client(gw).get('/v1/slo', READ_TOKEN)).json as { evaluations: number }).evaluations;
   await sleep(1200);
@@ -111,6 +143,10 @@ test('slo config: bad values exit with a message naming the key', () => {
   assert.throws(
     bad('slo.objectives=[{name: x, latency: order_ack, percentile: 100, thresholdUs: 5, windows: [1m]}]'),
     (e: unknown) => e instanceof ConfigError && /slo\.objectives\.0\.percentile/.test(e.message),
+  );
+  assert.throws(
+    bad('slo.objectives=[{name: x, latency: order_ack, percentile: 99, thresholdUs: 5, windows: [1m], minEvents: 0}]'),
+    (e: unknown) => e instanceof ConfigError && /slo\.objectives\.0\.minEvents/.test(e.message),
   );
 });
 

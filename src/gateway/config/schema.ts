@@ -201,6 +201,12 @@ export const SloObjectiveConfig = Type.Object(
     percentile: Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 100, description: 'a percentile in (0, 100), e.g. 99' }),
     thresholdUs: Type.Number({ exclusiveMinimum: 0, description: 'the latency the percentile must stay at or below, in µs' }),
     windows: Type.Array(Duration('a window'), { minItems: 1, uniqueItems: true }),
+    minEvents: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: 'events a window needs before it is judged (default: the fewest whose percentile is not simply the slowest, 100 for p99, 1000 for p99.9)',
+      }),
+    ),
   },
   strict,
 );

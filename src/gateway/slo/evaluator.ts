@@ -8,8 +8,12 @@
 //
 // Per objective and window it reports:
 //   observed   the pth percentile over the window
-//   compliant  the pth percentile is ≤ T (true for an empty window: no events,
-//              no breach). Counters straddling T count as slower: conservative.
+//   compliant  the pth percentile is ≤ T. Counters straddling T count as
+//              slower: conservative. A window with fewer than minEvents events
+//              is not judged (compliant): the p99 of three orders is the
+//              slowest of them, so one cold first order would read as a breach.
+//              By default minEvents is 100 / (100 − p), the fewest events whose
+//              pth percentile is not simply the slowest (100 for p99).
 //   burn rate  (events slower than T / events) ÷ (1 − p/100): 1 spends the
 //              error budget exactly over the window, above 1 faster. Alerts
 //              use this (multi-window burn-rate alerts, config/prometheus).
@@ -22,6 +26,14 @@ export interface SloObjective {
   percentile: number;
   thresholdUs: number;
   windowsSeconds: number[];
+  /** Events a window needs before it is judged (default defaultMinEvents(percentile)). */
+  minEvents?: number;
+}
+
+/** The fewest events whose pth percentile is not simply the slowest of them: 100 for p99, 1000 for p99.9, 2 for p50. */
+export function defaultMinEvents(percentile: number): number {
+  // Rounded before the ceiling: 100 / (100 − 99.9) is 1000.0000000000036 in floating point.
+  return Math.ceil(Number((100 / (100 - percentile)).toFixed(6)));
 }
 
 export interface WindowStatus {
@@ -31,6 +43,8 @@ export interface WindowStatus {
   events: number;
   slowEvents: number;
   observedUs: number;
+  /** The window had minEvents events or more; one with fewer is compliant. */
+  judged: boolean;
   compliant: boolean;
   burnRate: number;
 }
@@ -40,6 +54,7 @@ export interface SloStatus {
   latency: string;
   percentile: number;
   thresholdUs: number;
+  minEvents: number;
   compliant: boolean;
   windows: WindowStatus[];
 }
@@ -88,6 +103,7 @@ export class SloEvaluator {
     const snaps = this.history.get(o.latency)!;
     const newest = snaps[snaps.length - 1]!;
     const thresholdNs = o.thresholdUs * 1000;
+    const minEvents = o.minEvents ?? defaultMinEvents(o.percentile);
     const windows = o.windowsSeconds.map((windowSeconds): WindowStatus => {
       // The newest snapshot taken at or before the window's start (or the oldest we have).
       const startMs = nowMs - windowSeconds * 1000;
@@ -100,14 +116,16 @@ export class SloEvaluator {
       const slowEvents = delta.countAbove(thresholdNs);
       const observedUs = delta.valueAtPercentile(o.percentile) / 1000;
       const allowed = 1 - o.percentile / 100;
+      const judged = delta.total >= minEvents;
       return {
         windowSeconds,
         coveredSeconds: (newest.atMs - base.atMs) / 1000,
         events: delta.total,
         slowEvents,
         observedUs,
+        judged,
         // The percentile is within T exactly when at most total − ⌈p·total⌉ events are slower.
-        compliant: slowEvents <= delta.total - Math.ceil((o.percentile / 100) * delta.total),
+        compliant: !judged || slowEvents <= delta.total - Math.ceil((o.percentile / 100) * delta.total),
         burnRate: delta.total === 0 ? 0 : slowEvents / delta.total / allowed,
       };
     });
@@ -116,6 +134,7 @@ export class SloEvaluator {
       latency: o.latency,
       percentile: o.percentile,
       thresholdUs: o.thresholdUs,
+      minEvents,
       compliant: windows.every((w) => w.compliant),
       windows,
     };

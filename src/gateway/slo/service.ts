@@ -1,6 +1,9 @@
 // Runs the SLO evaluator on a timer over the registered latency sources and
 // keeps the latest report for /v1/slo, /metrics and the status page.
 //
+// An objective none of whose windows has minEvents events yet is "too few
+// events": judged by nothing, neither ok nor violated.
+//
 // Each objective gets its own SloEvaluator, made when its latency source is
 // registered (LatencyRegistry.registerLatency): until then it is listed with
 // status "no data source" — not an error, the feed or order entry may simply
@@ -9,11 +12,11 @@ import type { Registry } from 'prom-client';
 import { Gauge, Counter } from 'prom-client';
 import type { SloConfig, SloObjectiveConfig } from '../config/schema.js';
 import type { LatencyRegistry } from '../metrics/latency-registry.js';
-import { SloEvaluator, type SloStatus } from './evaluator.js';
+import { defaultMinEvents, SloEvaluator, type SloStatus } from './evaluator.js';
 import { LatencyCounts } from '../../native/latency-counts.js';
 import { parseDurationMs } from './duration.js';
 
-export type SloState = 'ok' | 'violated' | 'no data source' | 'pending';
+export type SloState = 'ok' | 'violated' | 'too few events' | 'no data source' | 'pending';
 
 export interface SloWindowReport {
   /** As configured: "1m". */
@@ -23,6 +26,8 @@ export interface SloWindowReport {
   events: number;
   slowEvents: number;
   observedUs: number;
+  /** events ≥ the objective's minEvents; a window with fewer is compliant. */
+  judged: boolean;
   compliant: boolean;
   burnRate: number;
 }
@@ -32,7 +37,9 @@ export interface SloObjectiveReport {
   latency: string;
   percentile: number;
   thresholdUs: number;
-  /** ok | violated | no data source | pending (source registered, not evaluated yet). */
+  /** Events a window needs before it is judged. */
+  minEvents: number;
+  /** ok | violated | too few events (no window judged yet) | no data source | pending (source registered, not evaluated yet). */
   status: SloState;
   compliant: boolean | null;
   windows: SloWindowReport[];
@@ -158,7 +165,10 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        each((o, w) => this.set({ slo: o.name, window: w.window }, w.burnRate));
+        // A window too few events to judge has no burn rate: one slow first order of three is not a page.
+        each((o, w) => {
+          if (w.judged) this.set({ slo: o.name, window: w.window }, w.burnRate);
+        });
       },
     });
     new Gauge({
@@ -173,6 +183,16 @@ export class SloService {
     });
     const objectives = this.#entries.map((e) => e.config);
     const latency = this.#latency;
+    new Gauge({
+      name: 'qpgate_slo_min_events',
+      help: 'Events a window needs before the objective is judged over it; the burn-rate alerts want as many.',
+      labelNames: ['slo'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const o of objectives) this.set({ slo: o.name }, o.minEvents ?? defaultMinEvents(o.percentile));
+      },
+    });
     new Gauge({
       name: 'qpgate_slo_objective_ratio',
       help: 'The fraction of events the objective wants at or below its threshold (percentile / 100).',
@@ -238,7 +258,7 @@ export class SloService {
       const name = e.config.latency;
       const latency = this.#latency;
       e.evaluator = new SloEvaluator(
-        [{ name: e.config.name, latency: name, percentile: e.config.percentile, thresholdUs: e.config.thresholdUs, windowsSeconds: e.windowsSeconds }],
+        [{ name: e.config.name, latency: name, percentile: e.config.percentile, thresholdUs: e.config.thresholdUs, windowsSeconds: e.windowsSeconds, minEvents: e.config.minEvents }],
         { [name]: () => latency.read(name) ?? LatencyCounts.EMPTY },
       );
       // The first snapshot: windows are measured from here.
@@ -248,14 +268,14 @@ export class SloService {
 
   #objectiveReport(e: Entry): SloObjectiveReport {
     const o = e.config;
-    const base = { name: o.name, latency: o.latency, percentile: o.percentile, thresholdUs: o.thresholdUs };
+    const base = { name: o.name, latency: o.latency, percentile: o.percentile, thresholdUs: o.thresholdUs, minEvents: o.minEvents ?? defaultMinEvents(o.percentile) };
     if (!this.#latency.has(o.latency)) {
       return { ...base, status: 'no data source', compliant: null, windows: [] };
     }
     if (!e.status) return { ...base, status: 'pending', compliant: null, windows: [] };
     return {
       ...base,
-      status: e.status.compliant ? 'ok' : 'violated',
+      status: !e.status.compliant ? 'violated' : e.status.windows.some((w) => w.judged) ? 'ok' : 'too few events',
       compliant: e.status.compliant,
       windows: e.status.windows.map((w) => ({ window: e.windowLabels.get(w.windowSeconds) ?? `${w.windowSeconds}s`, ...w })),
     };

@@ -1,5 +1,6 @@
-// GET /v1/slo: every objective, its state (ok | violated | no data source |
-// pending) and per window the observed percentile, compliance and burn rate.
+// GET /v1/slo: every objective, its state (ok | violated | too few events |
+// no data source | pending) and per window the observed percentile, whether
+// it had the events to be judged, compliance and burn rate.
 // POST /v1/slo/evaluate (admin): evaluate now instead of at the next tick.
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -8,7 +9,7 @@ import type { GatewayState } from '../../state.js';
 const SloReport = Type.Object(
   {
     objectives: Type.Array(Type.Object({}, { additionalProperties: true }), {
-      description: "each objective: name, state (ok, violated, no data source, pending), per window the observed percentile, compliance, burn rate, events",
+      description: "each objective: name, state (ok, violated, too few events, no data source, pending), minEvents, per window the observed percentile, events, judged (events >= minEvents), compliance, burn rate",
     }),
     latencySources: Type.Array(Type.String(), { description: 'the latency histograms the gateway has (tick_publish, order_ack)' }),
   },
