@@ -445,7 +445,7 @@ export const FEED_SUBSCRIBER_CHANNEL_COUNTERS = [
     "name": "recovery_failures",
     "js": "recoveryFailures",
     "kind": "kCount",
-    "help": "gave up: timeout, error status, connection lost",
+    "help": "gave up: request_attempts timeouts, error status, connection lost",
     "family": "",
     "label": ""
   },
@@ -556,6 +556,14 @@ export const FEED_RECOVERY_CLIENT_COUNTERS = [
     "js": "staleReplies",
     "kind": "kCount",
     "help": "for a request no longer outstanding",
+    "family": "",
+    "label": ""
+  },
+  {
+    "name": "request_timeouts",
+    "js": "requestTimeouts",
+    "kind": "kCount",
+    "help": "requests unanswered within request_timeout_ns, asked again",
     "family": "",
     "label": ""
   },

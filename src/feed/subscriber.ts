@@ -118,8 +118,10 @@ export interface SubscriberRecoveryOptions {
   readonly recvSlots?: number;
   /** Messages asked per request (default 4096). */
   readonly maxRequestMessages?: number;
-  /** No answer by then: the range is unrecoverable (default 2000 ms). */
+  /** No answer by then: the request is sent again, requestAttempts times in all (default 2000 ms). */
   readonly requestTimeoutMs?: number;
+  /** Times a request is sent before its ranges are reported unrecoverable (default 3, 1 to 100). */
+  readonly requestAttempts?: number;
   /** Live frames held per channel while a range is recovered (default 65536). */
   readonly bufferFrames?: number;
   /** How often the subscriber reports its lag and drops to the gateway (default 250 ms). */
@@ -454,6 +456,7 @@ export async function subscribe(options: SubscribeOptions): Promise<FeedSubscrib
               recvSlots: r.recvSlots,
               maxRequestMessages: r.maxRequestMessages,
               requestTimeoutMs: r.requestTimeoutMs,
+              requestAttempts: r.requestAttempts,
               bufferFrames: r.bufferFrames,
               reportIntervalMs: r.reportIntervalMs,
             },

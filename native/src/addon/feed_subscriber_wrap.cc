@@ -218,6 +218,7 @@ Napi::Value create_subscriber(const Napi::CallbackInfo& info) {
     if (has(ro, "recvSlots")) rc.recv_slots = to_u32(env, ro.Get("recvSlots"), where + ".recvSlots", 1024);
     if (has(ro, "maxRequestMessages")) rc.max_request_messages = to_u32(env, ro.Get("maxRequestMessages"), where + ".maxRequestMessages");
     if (has(ro, "requestTimeoutMs")) rc.request_timeout_ns = std::uint64_t{to_u32(env, ro.Get("requestTimeoutMs"), where + ".requestTimeoutMs", 3'600'000)} * 1'000'000;
+    if (has(ro, "requestAttempts")) rc.request_attempts = to_u32(env, ro.Get("requestAttempts"), where + ".requestAttempts", 1, 100);
     if (has(ro, "reportIntervalMs")) rc.report_interval_ns = std::uint64_t{to_u32(env, ro.Get("reportIntervalMs"), where + ".reportIntervalMs", 3'600'000)} * 1'000'000;
     if (has(ro, "bufferFrames")) rc.buffer_frames = to_u32(env, ro.Get("bufferFrames"), where + ".bufferFrames", 1u << 22);
   }

@@ -23,7 +23,10 @@ struct SubscriberRecoveryConfig {
   std::uint32_t reply_bytes = 64 * 1024;       // receive slot size: >= the gateway's replyBytes
   std::uint32_t recv_slots = 8;
   std::uint32_t max_request_messages = 4096;   // asked per RetransmitRequest
-  std::uint64_t request_timeout_ns = 2'000'000'000;  // no answer (or no connection) by then: give up
+  std::uint64_t request_timeout_ns = 2'000'000'000;  // no answer by then: asked again; no connection by then: give up
+  // Times a request is sent before recovery gives up on it, each waiting request_timeout_ns: a
+  // gateway that is slow to answer (a restart, a loaded host) costs a second request, not the ranges.
+  std::uint32_t request_attempts = 3;
   std::size_t buffer_frames = 65'536;          // live frames held per channel while recovering
   std::uint64_t report_interval_ns = 250'000'000;  // SubscriberReport to the gateway (0: never)
 };

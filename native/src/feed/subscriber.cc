@@ -36,6 +36,7 @@ std::string validate(const SubscriberConfig& c) {
     if (r.max_request_messages == 0) return "recovery.maxRequestMessages must be at least 1";
     if (r.buffer_frames == 0) return "recovery.bufferFrames must be at least 1";
     if (r.request_timeout_ns < 1'000'000) return "recovery.requestTimeoutMs must be at least 1";
+    if (r.request_attempts < 1) return "recovery.requestAttempts must be at least 1";
   }
   return "";
 }

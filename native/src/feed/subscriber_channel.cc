@@ -189,6 +189,7 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
   counters.session.set(new_session);
   counters.expected.set(next_seq);
   outstanding_ = 0;
+  attempts_ = 0;
   retry_at_ = 0;
   session_ = new_session;
   if (client_ != nullptr && next_seq != 1) {
@@ -218,8 +219,17 @@ void SubscriberChannel::report_pending_gaps() {
   });
 }
 
+bool SubscriberChannel::ask_again() {
+  if (outstanding_ == 0 || attempts_ >= client_->config().request_attempts || !client_->connected()) return false;
+  client_->counters().request_timeouts.add();
+  outstanding_ = 0;  // pump() asks again (from what is still missing) with a new id
+  need(now_ns);      // the new request's own timeout, not the wait before the first
+  return true;
+}
+
 void SubscriberChannel::give_up() {
   counters.recovery_failures.add();
+  attempts_ = 0;
   outstanding_ = 0;
   retry_at_ = 0;
   flush_pending();
@@ -252,6 +262,7 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
     client_->counters().stale_replies.add();
     return;
   }
+  attempts_ = 0;
   const Status status = snapshot ? r.snapshot.status : r.retransmit.status;
   if (status == Status::kThrottled) {
     counters.throttled.add();
@@ -354,6 +365,7 @@ void SubscriberChannel::ask(Q& q) {
   counters.recovery_requests.add();
   outstanding_ = q.request_id;
   sent_at_ = now_ns;
+  ++attempts_;
 }
 
 void SubscriberChannel::pump() {
@@ -361,7 +373,7 @@ void SubscriberChannel::pump() {
   if (client_ == nullptr) return;
   for (;;) {
     if (!recovering()) return;
-    if (client_->failed() || waited_too_long()) {
+    if (client_->failed() || (waited_too_long() && !ask_again())) {
       give_up();
       return;
     }
@@ -405,7 +417,8 @@ void SubscriberChannel::pump() {
 
 void SubscriberChannel::set_client(RecoveryClient* client) {
   client_ = client;
-  outstanding_ = 0;  // its reply would come on the old QP, which is gone
+  outstanding_ = 0;
+  attempts_ = 0;  // its reply would come on the old QP, which is gone
   retry_at_ = 0;
   snapshot_torn_ = false;
 }

@@ -17,7 +17,10 @@
 //             delivery resumes at last_sequence + 1 (held frames trimmed),
 //             with no gap.
 //   THROTTLED the request is repeated after retry_after_ns.
-//   no answer within request_timeout_ns, the connection failed, the held
+//   no answer within request_timeout_ns
+//             the request is sent again (a new id; the late answer to the
+//             old one is stale), request_attempts times in all.
+//   no answer to the last attempt, the connection failed, the held
 //             frames overflowed, or another status
 //             recovery gives up: the queued ranges are unrecoverable and
 //             the held frames are delivered.
@@ -133,6 +136,8 @@ class SubscriberChannel final : public ArbiterSink {
   void on_retransmit_reply(const recovery::Reply& reply);
   void report_pending_gaps();
   void give_up();
+  // The outstanding request timed out: true if it may be sent again (request_attempts), made so.
+  bool ask_again();
   void flush_pending();
   void overflowed();
   bool waited_too_long() const;
@@ -150,6 +155,7 @@ class SubscriberChannel final : public ArbiterSink {
   std::size_t held_frames_ = 0;
   std::uint64_t outstanding_ = 0;  // request id awaiting its reply (0: none)
   std::uint64_t sent_at_ = 0;
+  std::uint32_t attempts_ = 0;  // times the request now outstanding was sent, unanswered (request_attempts)
   std::uint64_t need_since_ = 0;   // when the current need arose (waiting for a connection)
   std::uint64_t retry_at_ = 0;     // THROTTLED, or fromEngine full: not before
   bool snapshot_torn_ = false;     // a part of the snapshot being received found fromEngine full

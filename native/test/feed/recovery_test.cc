@@ -29,6 +29,8 @@ struct Rig {
   LocalRing ring;
   Records got;
   bool app_reads = true;  // false: the app stops reading fromEngine, which fills up
+  bool service_answers = true;  // false: the gateway's transport ACKs requests, its recovery service does not answer yet
+  SubscriberRecoveryConfig recovery_config;  // make_subscriber's, recovery enabled or not as it is told
   std::uint32_t next_session = 1;
 
   bool ok() const { return gw_dev && sub_dev; }
@@ -66,6 +68,7 @@ struct Rig {
     c.channels.push_back(ch);
     c.max_frame_bytes = 1024;
     c.recv_slots = 1024;
+    c.recovery = recovery_config;
     c.recovery.enabled = recovery;
     auto s = Subscriber::create(*sub_dev, c);
     ASSERT_TRUE(s.ok()) << s.error().message;
@@ -78,7 +81,7 @@ struct Rig {
   void step() {
     const std::uint64_t now = qpgate::monotonic_ns();
     if (pub) pub->do_work(now);
-    service.do_work(now);
+    if (service_answers) service.do_work(now);
     gw_dev->do_work(static_cast<std::int64_t>(now));
     sub_dev->do_work(static_cast<std::int64_t>(now));
     if (sub) {
@@ -577,6 +580,52 @@ TEST(FeedRecovery, AFullDeliveryRingLosesNothingItsFramesAreRecovered) {
   EXPECT_EQ(c.gaps.get(), 0u);  // nothing was lost on the wire
   EXPECT_GT(c.recovered.get(), 0u);
   EXPECT_EQ(c.recovery_failures.get(), 0u);
+}
+
+// A gateway slow to answer (a restart, a loaded host): its transport took the
+// request, its recovery service has not answered within request_timeout_ns.
+// The request is sent again, and the ranges wait for that answer (the late one
+// to the first request is stale); with request_attempts 1 the same wait gives
+// up on them.
+TEST(FeedRecovery, ARequestUnansweredWithinTheTimeoutIsSentAgainNotGivenUp) {
+  for (const std::uint32_t attempts : {3u, 1u}) {
+    SCOPED_TRACE(attempts);
+    Rig rig(attempts == 3 ? "127.77.87.1" : "127.77.86.1", attempts == 3 ? "127.77.87.2" : "127.77.86.2");
+    ASSERT_TRUE(rig.ok());
+    const std::uint32_t group = ip4(attempts == 3 ? "239.77.87.1" : "239.77.86.1");
+    rig.recovery_config.request_timeout_ns = 300'000'000;
+    rig.recovery_config.request_attempts = attempts;
+    rig.make_publisher(group);
+    rig.make_subscriber(group);
+    verbs::soft::FaultPlan plan;
+    plan.seed = 7;
+    plan.rx.drop = 0.05;
+    plan.opcodes = {static_cast<std::uint8_t>(wire::Opcode::kUdSendOnly)};
+    rig.sub_dev->inject_faults(plan);
+    rig.service_answers = false;
+    constexpr std::size_t kMessages = 2'000;
+    rig.publish(kMessages);
+    const auto& c = rig.counters();
+    auto& client = rig.sub->recovery()->counters();
+    // Held until the first request timed out: asked again, or given up.
+    rig.run_until([&] { return client.request_timeouts.get() > 0 || c.recovery_failures.get() > 0; });
+    rig.service_answers = true;
+    rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
+
+    if (attempts == 3) {
+      expect_contiguous(rig.got.live_sequences(), 1, kMessages);
+      EXPECT_EQ(client.request_timeouts.get(), 1u);
+      EXPECT_GT(client.stale_replies.get(), 0u) << "the first request's late answer";
+      EXPECT_EQ(c.unrecoverable.get(), 0u);
+      EXPECT_EQ(c.recovery_failures.get(), 0u);
+      EXPECT_TRUE(rig.got.gaps.empty());
+    } else {
+      EXPECT_EQ(client.request_timeouts.get(), 0u);
+      EXPECT_GE(c.recovery_failures.get(), 1u);
+      EXPECT_GT(c.unrecoverable.get(), 0u);
+      EXPECT_FALSE(rig.got.gaps.empty());
+    }
+  }
 }
 
 // Without recovery the same full ring is reported: every sequence reaches the
