@@ -40,6 +40,17 @@ test('the addon reports the optional features it was built with', async () => {
   assert.match(features.crc ?? '', /^(isal|zlib)$/);
 });
 
+// A lazily bound function costs a dynamic symbol lookup on its first call,
+// which would land in the engine thread's first order (addon CMakeLists.txt).
+test('the addon is bound at load (BIND_NOW, full RELRO), so no first call on the engine thread resolves a symbol', () => {
+  const addon = join(REPO_ROOT, 'native/build/Release/qpgate.node');
+  const r = spawnSync('readelf', ['--dynamic', '--program-headers', '--wide', addon], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /\(FLAGS\)\s+BIND_NOW/, r.stdout);
+  assert.match(r.stdout, /\(FLAGS_1\)\s+Flags: NOW/, r.stdout);
+  assert.match(r.stdout, /GNU_RELRO/, r.stdout);
+});
+
 // Air-gapped hosts have an npm and a Debian mirror only (issue 12): cmake-js
 // must take the Node-API headers from the node-api-headers package, not
 // download Node's distribution. Configured in a network namespace of its own
