@@ -417,8 +417,8 @@ void SubscriberChannel::pump() {
 
 void SubscriberChannel::set_client(RecoveryClient* client) {
   client_ = client;
-  outstanding_ = 0;
-  attempts_ = 0;  // its reply would come on the old QP, which is gone
+  outstanding_ = 0;  // its reply would come on the old QP, which is gone
+  attempts_ = 0;
   retry_at_ = 0;
   snapshot_torn_ = false;
 }

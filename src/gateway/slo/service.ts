@@ -165,7 +165,7 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        // A window too few events to judge has no burn rate: one slow first order of three is not a page.
+        // A window with too few events to judge has no burn rate: one slow first order of three is not a page.
         each((o, w) => {
           if (w.judged) this.set({ slo: o.name, window: w.window }, w.burnRate);
         });
