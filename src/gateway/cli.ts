@@ -134,7 +134,11 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
         .option('--address <ipv4>', "our soft device's address (not the gateway's)", '127.0.0.2')
         .addOption(alternateAddressOption())
         .addOption(alternateDeviceOption())
-        .addOption(receiveModeOption()),
+        .addOption(receiveModeOption())
+        .option(
+          '--ack-timeout <n>',
+          'the local ACK timeout code, 4.096 µs × 2^n (default 14 ≈ 67 ms): with 7 retries, how long a silent gateway is waited for; raise it where processes can be descheduled for longer (a loaded VM)',
+        ),
     );
   const run = (name: string, fn: () => Promise<number>) => async () => {
     try {

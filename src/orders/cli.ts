@@ -24,6 +24,15 @@ import { CancelReason, Side, TimeInForce, type CancelAck, type Fill, type Reject
 export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {
   name: string;
   account: string[];
+  ackTimeout?: string;
+}
+
+/** --ack-timeout as the clients' ackTimeout option (IBA code 1..31), or nothing for their default. */
+function ackTimeoutOption(opts: SessionCliOptions): { ackTimeout?: number } {
+  if (opts.ackTimeout === undefined) return {};
+  const n = Number(opts.ackTimeout);
+  if (!/^[0-9]+$/.test(opts.ackTimeout) || n < 1 || n > 31) throw new ClientError(`--ack-timeout: expected an IBA timeout code 1..31 (4.096 µs × 2^n), got ${JSON.stringify(opts.ackTimeout)}`);
+  return { ackTimeout: n };
 }
 
 export type Parsed =
@@ -213,6 +222,7 @@ export async function orderCommand(
     accounts,
     device: clientDevice(opts),
     ...withAlternateDevice(opts),
+    ...ackTimeoutOption(opts),
     takeover: true,
     timeoutMs: httpTimeoutMs(opts),
   }).catch((err: unknown) => {
@@ -262,7 +272,7 @@ export async function riskCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   if (opts.kill && opts.unkill) throw new ClientError('--kill and --unkill: choose one');
-  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), ...withAlternateDevice(opts), takeover: true, timeoutMs: httpTimeoutMs(opts) }).catch(
+  const risk = await RiskClient.connect({ url: baseUrl(opts), token, tls: resolveTls(opts), name: opts.name, accounts, device: clientDevice(opts), ...withAlternateDevice(opts), ...ackTimeoutOption(opts), takeover: true, timeoutMs: httpTimeoutMs(opts) }).catch(
     (err: unknown) => {
       throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
     },

@@ -42,10 +42,11 @@ rec_status=$?
 tc -s filter show dev "$QPGATE_VM_VETH_B_NETDEV" ingress >"$work/tc.txt" 2>&1
 tc qdisc del dev "$QPGATE_VM_VETH_B_NETDEV" clsact
 mark record
-# Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
+# Under TCG on a loaded host the control plane can take more than the default 5 s to answer,
+# and the guest can stall past the default 0.5 s of RC retries: --ack-timeout 18 waits 8.6 s.
 # Accounts 1 and 2 in one session: the buy meets the sell of the other account.
 node "$root/dist/test/interop/order-answers.js" write "$work/orders.txt"
-client order --http-timeout 60000 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
+client order --http-timeout 60000 --ack-timeout 18 --name ibv-order --account 1 --account 2 --linger 500 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err"
 order_status=$?
 mark order
 # The QP-fatal path. A bystander order session (its requests from a fifo)

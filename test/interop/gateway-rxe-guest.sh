@@ -34,8 +34,9 @@ ip netns exec "$ns" cat /proc/net/dev >"$work/peer-dev-after.txt"
 cat /proc/net/dev >"$work/dev-after.txt"
 # Accounts 1 and 2 in one session: the buy meets the sell of the other account.
 node "$root/dist/test/interop/order-answers.js" write "$work/orders.txt"
-# Under TCG on a loaded host the control plane can take more than the default 5 s to answer.
-peer order --http-timeout 60000 --name rxe-order --account 1 --account 2 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
+# Under TCG on a loaded host the control plane can take more than the default 5 s to answer,
+# and the guest can stall past the default 0.5 s of RC retries (2^14 × 4.096 µs × 8): 2^18, 8.6 s.
+peer order --http-timeout 60000 --ack-timeout 18 --name rxe-order --account 1 --account 2 --linger 20000 --file "$work/orders.txt" --json >"$work/order.out" 2>"$work/order.err" &
 order=$!
 # While the order session lingers: its RC QP is in both lists.
 for _ in $(seq 120); do grep -q '"kind":"cancelAck"' "$work/order.out" 2>/dev/null && break; sleep 1; done
