@@ -56,6 +56,8 @@ interface Entry {
   config: SloObjectiveConfig;
   windowLabels: Map<number, string>;
   windowsSeconds: number[];
+  /** config.minEvents, or the percentile's default: resolved once. */
+  minEvents: number;
   evaluator?: SloEvaluator;
   status?: SloStatus;
 }
@@ -89,7 +91,7 @@ export class SloService {
         if (windowLabels.has(seconds)) throw new Error(`slo.objectives.${i}.windows.${j}: ${w} repeats another window`);
         windowLabels.set(seconds, w);
       }
-      return { config: o, windowLabels, windowsSeconds: [...windowLabels.keys()] };
+      return { config: o, windowLabels, windowsSeconds: [...windowLabels.keys()], minEvents: o.minEvents ?? defaultMinEvents(o.percentile) };
     });
     latency.onRegister(() => this.#attachSources(Date.now()));
     this.#attachSources(Date.now());
@@ -181,7 +183,8 @@ export class SloService {
         each((o, w) => this.set({ slo: o.name, window: w.window }, w.observedUs / 1e6));
       },
     });
-    const objectives = this.#entries.map((e) => e.config);
+    const entries = this.#entries;
+    const objectives = entries.map((e) => e.config);
     const latency = this.#latency;
     new Gauge({
       name: 'qpgate_slo_min_events',
@@ -190,7 +193,7 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        for (const o of objectives) this.set({ slo: o.name }, o.minEvents ?? defaultMinEvents(o.percentile));
+        for (const e of entries) this.set({ slo: e.config.name }, e.minEvents);
       },
     });
     new Gauge({
@@ -258,7 +261,7 @@ export class SloService {
       const name = e.config.latency;
       const latency = this.#latency;
       e.evaluator = new SloEvaluator(
-        [{ name: e.config.name, latency: name, percentile: e.config.percentile, thresholdUs: e.config.thresholdUs, windowsSeconds: e.windowsSeconds, minEvents: e.config.minEvents }],
+        [{ name: e.config.name, latency: name, percentile: e.config.percentile, thresholdUs: e.config.thresholdUs, windowsSeconds: e.windowsSeconds, minEvents: e.minEvents }],
         { [name]: () => latency.read(name) ?? LatencyCounts.EMPTY },
       );
       // The first snapshot: windows are measured from here.
@@ -268,7 +271,7 @@ export class SloService {
 
   #objectiveReport(e: Entry): SloObjectiveReport {
     const o = e.config;
-    const base = { name: o.name, latency: o.latency, percentile: o.percentile, thresholdUs: o.thresholdUs, minEvents: o.minEvents ?? defaultMinEvents(o.percentile) };
+    const base = { name: o.name, latency: o.latency, percentile: o.percentile, thresholdUs: o.thresholdUs, minEvents: e.minEvents };
     if (!this.#latency.has(o.latency)) {
       return { ...base, status: 'no data source', compliant: null, windows: [] };
     }
