@@ -35,6 +35,7 @@
 // subscriber over the run) and a 60 s soak. The QPGATE_CAMPAIGN_* variables (passed into
 // the guest) scale it: KILLS, KILL_MS, ORDERS, TICK_RATE, SOAK_S, PHASE_MS, WARMUP_S, and
 // READY_S (a gateway start's limit, 300 s); TIMEOUT_S is the guest's whole-run limit (1500 s).
+// QPGATE_CAMPAIGN_LOG=<file> (host side) appends the guest's output to that file as it comes.
 //
 // What bounds a scaled-up run under TCG (measured 2026-12-02, load 12-21, with another
 // helper's guest beside it): a restart takes 99-300+ s (one went past 300 s, 197 s of it
@@ -72,7 +73,9 @@
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
@@ -121,12 +124,24 @@ interface Campaign {
   soak: { seconds: number; rss: Flatness; cpu: Flatness; samples: unknown[]; gauges: unknown[]; grew: unknown[]; sessions: unknown[] };
 }
 
-function runCampaign(): Campaign {
-  const run = spawnSync(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', String(GUEST_TIMEOUT_S), '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], {
-    cwd: REPO_ROOT,
-    encoding: 'utf8',
-    maxBuffer: 256 << 20,
-  });
+/** The guest's run: its exit status and output, which also goes to $QPGATE_CAMPAIGN_LOG as it comes (the driver's progress), so a long run can be followed and a cut one read. */
+async function runGuest(): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const logFile = process.env.QPGATE_CAMPAIGN_LOG;
+  const child = spawn(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', String(GUEST_TIMEOUT_S), '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], { cwd: REPO_ROOT });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const keep = (into: Buffer[]) => (b: Buffer) => {
+    into.push(b);
+    if (logFile) appendFileSync(logFile, b);
+  };
+  child.stdout.on('data', keep(out));
+  child.stderr.on('data', keep(err));
+  const [status] = (await once(child, 'close')) as [number | null];
+  return { status, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+async function runCampaign(): Promise<Campaign> {
+  const run = await runGuest();
   assert.equal(run.status, 0, `the guest run failed (${run.status}):\n${run.stderr}\n${run.stdout}`);
   const line = run.stdout.split('\n').find((l) => l.startsWith('{"campaign"'));
   assert.ok(line, `no campaign report:\n${run.stderr}\n${run.stdout}`);
@@ -135,9 +150,9 @@ function runCampaign(): Campaign {
   return c;
 }
 
-test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: (GUEST_TIMEOUT_S + 300) * 1000 }, () => {
+test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: (GUEST_TIMEOUT_S + 300) * 1000 }, async () => {
   assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
-  const c = runCampaign();
+  const c = await runCampaign();
   const o = c.orders;
   console.log(`# orders: ${o.answered}/${o.orders} answered, ${o.acked} acked, ${o.rejected} rejected, ${o.trades} trades; resent ${o.resent}, duplicates dropped ${o.duplicates}; sessions lost on their own ${JSON.stringify(o.drops)}`);
   for (const d of c.drops) console.log(`# session lost on its own at ${d.t.toFixed(1)} s in netem phase '${d.phase}': ${d.kind}; client engine ${JSON.stringify(d.clientEngine)}; gateway status ${JSON.stringify(d.status)}; gateway qps ${JSON.stringify(d.qps)}`);
