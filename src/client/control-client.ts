@@ -6,6 +6,8 @@ import { IbvOpenError, type OpenDeviceOptions, type OpenIbvDeviceOptions } from 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ibvFix } from '../native/ibv-fix.js';
+import { ClientError } from './client-error.js';
+import { wholeNumberOption } from './cli-numbers.js';
 import { controlFetch, fetchFailure, type ControlTlsOptions } from '../http/control-fetch.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7470';
@@ -137,14 +139,10 @@ export const DEFAULT_HTTP_TIMEOUT_MS = 5000;
 /** --http-timeout in ms (a whole number from 1 to 3600000), or the default. */
 export function httpTimeoutMs(opts: ClientOptions): number {
   if (opts.httpTimeout === undefined) return DEFAULT_HTTP_TIMEOUT_MS;
-  const ms = Number(opts.httpTimeout);
-  if (!/^[0-9]+$/.test(opts.httpTimeout) || ms < 1 || ms > 3_600_000) {
-    throw new ClientError(`--http-timeout must be a whole number of milliseconds from 1 to 3600000, got ${JSON.stringify(opts.httpTimeout)}`);
-  }
-  return ms;
+  return wholeNumberOption(opts.httpTimeout, '--http-timeout', 1, 3_600_000, 'a whole number of milliseconds');
 }
 
-export class ClientError extends Error {}
+export { ClientError };
 
 /** A client's ibv device that would not open: exit 2, one line naming the device, the port and the fix. */
 export class ClientDeviceError extends ClientError {}

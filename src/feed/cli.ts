@@ -30,6 +30,7 @@ import {
   type ClientDeviceFlags,
   type ClientOptions,
 } from '../client/control-client.js';
+import { secondsOption } from '../client/cli-numbers.js';
 import { formatNs } from '../common/units.js';
 import { discoverChannels } from './discovery.js';
 import { TickFileWriter } from './recording.js';
@@ -53,13 +54,6 @@ function parseCount(text: string | undefined, flag: string): number | undefined 
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new ClientError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`);
   return n;
-}
-
-function parseSeconds(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const s = Number(text);
-  if (!Number.isFinite(s) || s <= 0) throw new ClientError(`--seconds must be a positive number (1.5 is fine), got ${JSON.stringify(text)}`);
-  return s;
 }
 
 interface StatsSample {
@@ -156,7 +150,7 @@ async function openSubscription(command: string, flags: SubscribeFlags, onMessag
  */
 function runUntil(flags: SubscribeFlags): { done: Promise<void>; take: () => boolean } {
   const count = parseCount(flags.count, '--count');
-  const seconds = parseSeconds(flags.seconds);
+  const seconds = flags.seconds === undefined ? undefined : secondsOption(flags.seconds, '--seconds', 'positive');
   let taken = 0;
   let over = false;
   let finish!: () => void;

@@ -13,6 +13,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, httpTimeoutMs, requestGateway, resolveTls, resolveToken, withAlternateDevice, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
+import { secondsOption, wholeNumberOption } from '../client/cli-numbers.js';
 import { table } from '../common/table.js';
 import { OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
@@ -30,9 +31,7 @@ export interface SessionCliOptions extends ClientOptions, ClientDeviceFlags {
 /** --ack-timeout as the clients' ackTimeout option (IBA code 1..31), or nothing for their default. */
 function ackTimeoutOption(opts: SessionCliOptions): { ackTimeout?: number } {
   if (opts.ackTimeout === undefined) return {};
-  const n = Number(opts.ackTimeout);
-  if (!/^[0-9]+$/.test(opts.ackTimeout) || n < 1 || n > 31) throw new ClientError(`--ack-timeout: expected an IBA timeout code 1..31 (4.096 µs × 2^n), got ${JSON.stringify(opts.ackTimeout)}`);
-  return { ackTimeout: n };
+  return { ackTimeout: wholeNumberOption(opts.ackTimeout, '--ack-timeout', 1, 31, 'an IBA timeout code (4.096 µs × 2^n)') };
 }
 
 export type Parsed =
@@ -161,12 +160,6 @@ function keepSessionUp(client: OrderClient, seconds: number, warn: (line: string
   return { lost: () => lostFor, stop: () => void (stopped = true) };
 }
 
-const nonNegativeSeconds = (text: string, what: string): number => {
-  const s = Number(text);
-  if (text.trim() === '' || !Number.isFinite(s) || s < 0) throw new ClientError(`${what}: expected a number of seconds (0 or more; 1.5 is fine), got ${JSON.stringify(text)}`);
-  return s;
-};
-
 /** One request of `qpgate order` to the client; resolves with its answer. */
 function sendRequest(client: OrderClient, p: Parsed, id: bigint, account: bigint): Promise<SequencedMessage> {
   if (p.kind === 'newOrder') {
@@ -213,7 +206,7 @@ export async function orderCommand(
   const { token } = resolveToken(opts);
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
-  const reconnectSeconds = nonNegativeSeconds(opts.reconnectSeconds ?? '30', '--reconnect-seconds');
+  const reconnectSeconds = secondsOption(opts.reconnectSeconds ?? '30', '--reconnect-seconds', 'zero allowed');
   const client = await OrderClient.connect({
     url: baseUrl(opts),
     token,

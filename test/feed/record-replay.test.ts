@@ -130,6 +130,9 @@ test('qpgate record writes a live channel, and the replay source publishes it ag
     assert.equal(badOut.code, 1);
     assert.match(badOut.stderr, /^qpgate record: cannot write \/nonexistent-dir\/ticks\.bin: ENOENT/);
     assert.equal(badOut.stderr.trim().split('\n').length, 1, 'one line, no stack');
+    const zero = await runCli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--seconds', '0']);
+    assert.equal(zero.code, 1);
+    assert.equal(zero.stderr, 'qpgate subscribe: --seconds must be a number of seconds, more than 0 (1.5 is fine), got "0"\n');
     const stats = await runCli(['subscribe', '--url', replay.url, '--token', TOKEN, '--address', freeLoopbackAddress(), '--stats', '--seconds', '2']);
     assert.equal(stats.code, 0, stats.stderr);
     assert.match(stats.stdout, /\d+ s {2}\d+ msgs {2}\d+\/s {2}gaps 0 {2}dups \d+ {2}recovered 0 {2}lost 0 {2}latency p50 [\d.]+ (ns|µs|ms|s) {2}p99 [\d.]+ (ns|µs|ms|s)/);

@@ -6,35 +6,23 @@
 // process, so gaps after a restart were never recovered (test/campaign).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { setFaults } from '../../src/native/testing/faults.js';
 import { openFeedDevice } from '../../src/feed/native.js';
 import { subscribe, type FeedGap, type FeedMessage } from '../../src/feed/subscriber.js';
-import { writeConfig } from '../orders/support.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
-import { startFeedEngine, syntheticFeedYaml, until } from '../support/feed-engine.js';
+import { startFeedEngine, until } from '../support/feed-engine.js';
+import { recoveryFeedGatewayArgs } from '../support/feed-gateway.js';
 
 const FEED_TOKEN = 'restart-feed-token-0123456789abcdef';
 const UD_SEND_ONLY = 0x64;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 test('after its gateway is SIGKILLed and restarted, a subscriber makes its recovery session again and recovers the gaps of the new life', { timeout: 120_000 }, async () => {
   const group = `239.78.${100 + Math.floor(Math.random() * 4)}.${1 + Math.floor(Math.random() * 200)}`;
-  const { file, dir } = writeConfig(`control:
-  tokens:
-    - {name: feedapp, scope: read, token: ${FEED_TOKEN}, roles: [recovery], channels: [1]}
-${syntheticFeedYaml({ group, heartbeatMs: 5, instruments: 40, ratePerSec: 5000 })}`);
-  const args = ['--config', file, '--host', '127.0.0.1', '--port', String(await freePort()), '--set', `state.dir=${dir}`, '--set', `backend.address=${freeLoopbackAddress()}`];
+  const args = await recoveryFeedGatewayArgs(FEED_TOKEN, group);
   let gw: GatewayProcess = await startGatewayProcess(args);
   const e = await startFeedEngine();
   try {

@@ -80,7 +80,10 @@ test('qpgate order trades from a file, qpgate risk sets the kill switch by CMP_S
     assert.match(r.stdout, /^1\s+1000000000000000\s+1\s+-3\s+0\s+0\s+30000$/m);
     const badTimeout = await run(['order', ...base, '--token', TOKENS.desk, '--name', 'cli-2', '--account', '1', '--file', file, '--ack-timeout', '32']);
     assert.equal(badTimeout.status, 1);
-    assert.equal(badTimeout.stderr, 'qpgate order: --ack-timeout: expected an IBA timeout code 1..31 (4.096 µs × 2^n), got "32"\n');
+    assert.equal(badTimeout.stderr, 'qpgate order: --ack-timeout must be an IBA timeout code (4.096 µs × 2^n) from 1 to 31, got "32"\n');
+    const badReconnect = await run(['order', ...base, '--token', TOKENS.desk, '--name', 'cli-2', '--account', '1', '--file', file, '--reconnect-seconds', '-1']);
+    assert.equal(badReconnect.status, 1);
+    assert.equal(badReconnect.stderr, 'qpgate order: --reconnect-seconds must be a number of seconds, 0 or more (1.5 is fine), got "-1"\n');
     const killed = await run(['order', ...base, '--token', TOKENS.desk, '--name', 'cli-2', '--account', '1', '--file', file, '--ack-timeout', '16']);
     assert.match(killed.stdout, /^reject 1 KILL_SWITCH: account 1: kill switch is set$/m);
     const limit = await run(['risk', ...base, '--token', TOKENS.risk, '--name', 'cli-risk', '--account', '1', '--unkill', '--set-credit-limit', '5000']);

@@ -205,6 +205,11 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
 
 void SubscriberChannel::need(std::uint64_t since) { need_since_ = since == 0 ? 1 : since; }
 
+bool SubscriberChannel::renewal_overdue() {
+  if (failed_seen_ == 0) failed_seen_ = now_ns == 0 ? 1 : now_ns;
+  return now_ns > failed_seen_ && now_ns - failed_seen_ > client_->config().request_timeout_ns;
+}
+
 bool SubscriberChannel::waited_too_long() const {
   if (outstanding_ == 0 && client_->connecting()) return false;  // bounded by buffer_frames; the clock starts at the connection
   const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
@@ -373,7 +378,11 @@ void SubscriberChannel::pump() {
   if (client_ == nullptr) return;
   for (;;) {
     if (!recovering()) return;
-    if (client_->failed() || (waited_too_long() && !ask_again())) {
+    if (client_->failed()) {
+      if (renewal_overdue()) give_up();
+      return;  // the renewal's connection asks again for what is still queued
+    }
+    if (waited_too_long() && !ask_again()) {
       give_up();
       return;
     }
@@ -420,6 +429,7 @@ void SubscriberChannel::set_client(RecoveryClient* client) {
   outstanding_ = 0;  // its reply would come on the old QP, which is gone
   attempts_ = 0;
   retry_at_ = 0;
+  failed_seen_ = 0;
   snapshot_torn_ = false;
 }
 
@@ -433,8 +443,8 @@ std::uint64_t SubscriberChannel::deadline() const {
   if (!recovering()) return owed;
   std::uint64_t due = retry_at_;
   if (retry_at_ <= now_ns) {
-    const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
-    // Re-check soon while waiting for a connection, a send slot or room in fromEngine.
+    const std::uint64_t since = failed_seen_ != 0 ? failed_seen_ : outstanding_ != 0 ? sent_at_ : need_since_;
+    // Re-check soon while waiting for a connection, a renewal, a send slot or room in fromEngine.
     due = std::min(since + client_->config().request_timeout_ns + 1, now_ns + 1'000'000);
   }
   return owed == 0 ? due : std::min(owed, due);

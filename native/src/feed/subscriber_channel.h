@@ -20,12 +20,18 @@
 //   no answer within request_timeout_ns
 //             the request is sent again (a new id; the late answer to the
 //             old one is stale), request_attempts times in all.
-//   no answer to the last attempt, the connection failed, the held
-//             frames overflowed, or another status
+//   the connection failed (its retries ran out: a lost link, or the
+//             gateway gone)
+//             what is needed waits request_timeout_ns for the renewal
+//             (Subscriber::renew_recovery, which src/feed/recovery-link.ts
+//             starts at once), then as below: a gateway that still has
+//             the ranges serves them on the new connection.
+//   no answer to the last attempt, no renewal of a failed connection, the
+//             held frames overflowed, or another status
 //             recovery gives up: the queued ranges are unrecoverable and
 //             the held frames are delivered.
 //   a connection being made (the handshake, or a renewal after the gateway
-//             restarted: Subscriber::renew_recovery)
+//             restarted or the connection failed: Subscriber::renew_recovery)
 //             what is needed waits for it, bounded by buffer_frames only;
 //             request_timeout_ns counts from the connection.
 //   a new session
@@ -141,6 +147,8 @@ class SubscriberChannel final : public ArbiterSink {
   void flush_pending();
   void overflowed();
   bool waited_too_long() const;
+  // The connection failed request_timeout_ns ago (first seen by pump()) and was not renewed.
+  bool renewal_overdue();
   void need(std::uint64_t since);
   template <class Q>
   void ask(Q& q);
@@ -158,6 +166,7 @@ class SubscriberChannel final : public ArbiterSink {
   std::uint32_t attempts_ = 0;  // times the request now outstanding was sent, unanswered (request_attempts)
   std::uint64_t need_since_ = 0;   // when the current need arose (waiting for a connection)
   std::uint64_t retry_at_ = 0;     // THROTTLED, or fromEngine full: not before
+  std::uint64_t failed_seen_ = 0;  // when pump() first found the connection failed (0: not failed)
   bool snapshot_torn_ = false;     // a part of the snapshot being received found fromEngine full
   std::vector<Owed> owed_;         // in order; contiguous gaps merged, so a handful at most
 };

@@ -628,6 +628,69 @@ TEST(FeedRecovery, ARequestUnansweredWithinTheTimeoutIsSentAgainNotGivenUp) {
   }
 }
 
+// The recovery connection's retries ran out (the link to the gateway lost for
+// a while) with ranges queued. The gateway is still up and still has them:
+// the renewed connection (src/feed/recovery-link.ts makes it as soon as it
+// sees the failure) asks for them again, and nothing is reported lost. With
+// no renewal within request_timeout_ns of the failure they are given up and
+// reported, not held for ever.
+TEST(FeedRecovery, RangesQueuedWhenTheConnectionFailedAreAskedForOnTheRenewedOne) {
+  for (const bool renewed : {true, false}) {
+    SCOPED_TRACE(renewed);
+    Rig rig(renewed ? "127.77.85.1" : "127.77.84.1", renewed ? "127.77.85.2" : "127.77.84.2");
+    ASSERT_TRUE(rig.ok());
+    const std::uint32_t group = ip4(renewed ? "239.77.85.1" : "239.77.84.1");
+    constexpr std::uint64_t kTimeoutNs = 1'000'000'000;
+    rig.recovery_config.request_timeout_ns = kTimeoutNs;
+    rig.make_publisher(group);
+    rig.make_subscriber(group);
+    verbs::soft::FaultPlan loss;  // the feed's gaps
+    loss.seed = 11;
+    loss.rx.drop = 0.05;
+    loss.opcodes = {static_cast<std::uint8_t>(wire::Opcode::kUdSendOnly)};
+    rig.sub_dev->inject_faults(loss);
+    verbs::soft::FaultPlan link_down;  // nothing the subscriber sends over RC reaches the gateway: never ACKed
+    link_down.rx.drop = 1;
+    for (const auto op : {wire::Opcode::kRcSendFirst, wire::Opcode::kRcSendMiddle, wire::Opcode::kRcSendLast,
+                          wire::Opcode::kRcSendOnly}) {
+      link_down.opcodes.push_back(static_cast<std::uint8_t>(op));
+    }
+    rig.gw_dev->inject_faults(link_down);
+    constexpr std::size_t kMessages = 2'000;
+    rig.publish(kMessages);
+    RecoveryClient* client = rig.sub->recovery();
+    rig.run_until([&] { return client->failed(); });
+    const std::uint64_t failed_at = monotonic_ns();
+    const auto& c = rig.counters();
+    EXPECT_GT(c.held.get(), 0u) << "the gaps behind the lost requests";
+    EXPECT_EQ(c.recovery_failures.get(), 0u) << "not given up when the connection failed";
+    EXPECT_EQ(c.unrecoverable.get(), 0u);
+    rig.gw_dev->inject_faults({});  // the link is back
+
+    if (renewed) {
+      rig.settle(300);  // the link noticing the failure and making the new session
+      ASSERT_TRUE(rig.service.close(1));
+      auto local = rig.sub->renew_recovery();
+      ASSERT_TRUE(local.ok()) << local.error().message;
+      auto gw = rig.service.open(*rig.gw_dev, rig.session_config(*local), monotonic_ns());
+      ASSERT_TRUE(gw.ok()) << gw.error().message;
+      ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
+      rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
+      expect_contiguous(rig.got.live_sequences(), 1, kMessages);
+      EXPECT_EQ(c.recovery_failures.get(), 0u);
+      EXPECT_EQ(c.unrecoverable.get(), 0u);
+      EXPECT_TRUE(rig.got.gaps.empty());
+      EXPECT_GT(c.recovered.get(), 0u);
+    } else {
+      rig.run_until([&] { return c.recovery_failures.get() > 0; });
+      EXPECT_GE(monotonic_ns() - failed_at, kTimeoutNs - 100'000'000) << "given up only after request_timeout_ns";
+      rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
+      EXPECT_GT(c.unrecoverable.get(), 0u);
+      EXPECT_FALSE(rig.got.gaps.empty());
+    }
+  }
+}
+
 // Without recovery the same full ring is reported: every sequence reaches the
 // app as a frame or inside a FEED_GAP, in order, and a publisher restart met
 // while the ring is full comes as its FEED_SESSION between the two sessions.
