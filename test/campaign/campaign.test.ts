@@ -73,22 +73,15 @@
 //
 // Skipped where qemu is missing, unless QPGATE_REQUIRE_IBV=1 (then it fails).
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
-import { appendFileSync } from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 
-import { REPO_ROOT } from '../support/paths.js';
+import { guestSkip, runGuest } from '../support/rdma-vm.js';
 import type { LifeRecord, SubscriberRecord } from './campaign-feed.js';
 import type { OrdersReport } from './campaign-orders.js';
 import { MIN_FLATNESS_SAMPLES, type Flatness } from './process-sampler.js';
 
 /** The guest's whole-run limit (test/rdma-vm/run --timeout): the CI default fits 1500 s; a scaled-up run says its own. */
 const GUEST_TIMEOUT_S = Number(process.env['QPGATE_CAMPAIGN_TIMEOUT_S'] ?? 1500);
-
-const qemu = spawnSync('sh', ['-c', 'command -v qemu-system-x86_64'], { encoding: 'utf8' }).status === 0;
-const required = process.env.QPGATE_REQUIRE_IBV === '1';
 
 /**
  * Flat: the mean of the soak's last third within these fractions of its
@@ -124,24 +117,9 @@ interface Campaign {
   soak: { seconds: number; rss: Flatness; cpu: Flatness; samples: unknown[]; gauges: unknown[]; grew: unknown[]; sessions: unknown[] };
 }
 
-/** The guest's run: its exit status and output, which also goes to $QPGATE_CAMPAIGN_LOG as it comes (the driver's progress), so a long run can be followed and a cut one read. */
-async function runGuest(): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const logFile = process.env.QPGATE_CAMPAIGN_LOG;
-  const child = spawn(path.join(REPO_ROOT, 'test/rdma-vm/run'), ['--timeout', String(GUEST_TIMEOUT_S), '--', 'bash', path.join(REPO_ROOT, 'test/campaign/campaign-guest.sh')], { cwd: REPO_ROOT });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const keep = (into: Buffer[]) => (b: Buffer) => {
-    into.push(b);
-    if (logFile) appendFileSync(logFile, b);
-  };
-  child.stdout.on('data', keep(out));
-  child.stderr.on('data', keep(err));
-  const [status] = (await once(child, 'close')) as [number | null];
-  return { status, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
-}
-
 async function runCampaign(): Promise<Campaign> {
-  const run = await runGuest();
+  // The guest's output also goes to $QPGATE_CAMPAIGN_LOG as it comes (the driver's progress).
+  const run = await runGuest([], 'test/campaign/campaign-guest.sh', GUEST_TIMEOUT_S, process.env.QPGATE_CAMPAIGN_LOG);
   assert.equal(run.status, 0, `the guest run failed (${run.status}):\n${run.stderr}\n${run.stdout}`);
   const line = run.stdout.split('\n').find((l) => l.startsWith('{"campaign"'));
   assert.ok(line, `no campaign report:\n${run.stderr}\n${run.stdout}`);
@@ -150,8 +128,7 @@ async function runCampaign(): Promise<Campaign> {
   return c;
 }
 
-test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: !qemu && !required ? 'no qemu-system-x86_64 (install qemu-system-x86)' : false, timeout: (GUEST_TIMEOUT_S + 300) * 1000 }, async () => {
-  assert.ok(qemu, 'QPGATE_REQUIRE_IBV=1 but qemu-system-x86_64 is missing');
+test('fault campaign: netem loss/duplication/reordering/jitter/rate limit and SIGKILLs lose no acked order, no fill and no feed message silently; RSS and CPU flat', { skip: guestSkip, timeout: (GUEST_TIMEOUT_S + 300) * 1000 }, async () => {
   const c = await runCampaign();
   const o = c.orders;
   console.log(`# orders: ${o.answered}/${o.orders} answered, ${o.acked} acked, ${o.rejected} rejected, ${o.trades} trades; resent ${o.resent}, duplicates dropped ${o.duplicates}; sessions lost on their own ${JSON.stringify(o.drops)}`);

@@ -61,11 +61,11 @@ interface GuestResult {
 
 type Answer = { kind: string; clientOrderId?: string; origClientOrderId?: string; reasonName?: string; quantity?: number; leavesQuantity?: number };
 
-test('clients on rxe (--backend ibv): subscribe gets the feed, record gets it byte for byte with lost frames recovered over RC, order places, fills and cancels, a risk atomic completes with the gateway stopped, risk sets the kill switch, pingpong runs against ibv_rc_pingpong', { skip: guestSkip, timeout: 1_800_000 }, () => {
+test('clients on rxe (--backend ibv): subscribe gets the feed, record gets it byte for byte with lost frames recovered over RC, order places, fills and cancels, a risk atomic completes with the gateway stopped, risk sets the kill switch, pingpong runs against ibv_rc_pingpong', { skip: guestSkip, timeout: 1_800_000 }, async () => {
   // 255 s quiet (2026-12-04); with the recorder and the one-sided step added, 900+ s at load 6.6 with a
   // second guest and a build beside it (ready 70, subscribe 63, record 74, order 58, qp-fatal 330 s...):
   // the harness's 900 s default did not hold, so 1500 s as gateway-rxe's, and this test's own limit above it.
-  const r = runGuestScript(['--veth'], 'test/interop/clients-ibv-guest.sh', 1500)[0] as unknown as GuestResult;
+  const r = (await runGuestScript(['--veth'], 'test/interop/clients-ibv-guest.sh', 1500))[0] as unknown as GuestResult;
   process.stdout.write(`# guest steps (s): ${r.seconds}\n`);
   // The clients' few lines first, the gateway's long log last: a CI report cuts a long message short.
   const where = `\n--- subscriber:\n${r.subErr}\n--- order:\n${r.orderErr}\n--- risk:\n${r.riskErr}\n--- killed:\n${r.killedErr}\n--- gateway:\n${r.gwOut}`;

@@ -30,8 +30,8 @@ interface GuestResult {
 
 type SessionView = { name: string; device: string; failovers: number; connected: boolean; state: string };
 
-test('ibv without APM: when the primary link fails mid-stream the order, risk and recovery sessions fail over to the second device pair, every order answered once, app_seq without gap or repeat, the feed on line B', { skip: guestSkip, timeout: 1_200_000 }, () => {
-  const r = runGuestScript(['--veth', '--veth2'], 'test/interop/failover-ibv-guest.sh', 1000)[0] as unknown as GuestResult;
+test('ibv without APM: when the primary link fails mid-stream the order, risk and recovery sessions fail over to the second device pair, every order answered once, app_seq without gap or repeat, the feed on line B', { skip: guestSkip, timeout: 1_200_000 }, async () => {
+  const r = (await runGuestScript(['--veth', '--veth2'], 'test/interop/failover-ibv-guest.sh', 1000))[0] as unknown as GuestResult;
   const where = `\n--- client:\n${r.runErr}\n${r.runOut}\n--- gateway:\n${r.gwOut}`;
   assert.equal(r.status.run, 0, where);
   assert.ok(r.run !== null, where);

@@ -52,10 +52,10 @@ interface GuestResult {
   gwOut: string;
 }
 
-test('the gateway on rxe (backend.kind ibv): a soft recorder gets the feed byte for byte with lost frames recovered over RC, a soft order session places, fills and cancels, /v1/qps agrees with rdma res, a SIGKILL and restart keep every acked order', { skip: guestSkip, timeout: 1_800_000 }, () => {
+test('the gateway on rxe (backend.kind ibv): a soft recorder gets the feed byte for byte with lost frames recovered over RC, a soft order session places, fills and cancels, /v1/qps agrees with rdma res, a SIGKILL and restart keep every acked order', { skip: guestSkip, timeout: 1_800_000 }, async () => {
   // Two gateway starts (the SIGKILL's restart) under TCG: 554-640 s at load 16-18 (2026-12-02), so the
   // harness's 900 s default would not hold at load 20+; 1500 s, and this test's own limit above it.
-  const r = runGuestScript(['--netns'], 'test/interop/gateway-rxe-guest.sh', 1500)[0] as unknown as GuestResult;
+  const r = (await runGuestScript(['--netns'], 'test/interop/gateway-rxe-guest.sh', 1500))[0] as unknown as GuestResult;
   // The clients' few lines first, the gateway's long log last: a CI report cuts a long message short.
   const where = `\n--- subscriber:\n${r.subErr}\n--- order (status ${r.orderStatus}):\n${r.orderErr}\n--- /proc/net/dev:\n${JSON.stringify(r.netDev, null, 1)}\n--- gateway:\n${r.gwOut}`;
 

@@ -79,25 +79,18 @@ function where(c: SoftCase): string {
   return `\n--- gateway:\n${c.gwOut}\n--- subscriber:\n${c.subErr}\n--- order:\n${c.orderErr}\n--- metrics:\n${c.metrics.join('\n')}`;
 }
 
-// One guest run for all the cases; a failed run fails each test with its error, once.
-let run: { cases: Map<string, Case> } | { error: unknown } | undefined;
-function results_(): Map<string, Case> {
-  if (run === undefined) {
-    try {
-      run = { cases: new Map((runGuestScript(['--netns'], 'test/security/esp-guest.sh', 1500) as unknown as Case[]).map((c) => [c.case, c])) };
-    } catch (error) {
-      run = { error };
-    }
-  }
-  if ('error' in run) throw run.error;
-  return run.cases;
+// One guest run for all the cases, started by the first test that asks; a failed run fails each test with its error.
+let run: Promise<Map<string, Case>> | undefined;
+function results_(): Promise<Map<string, Case>> {
+  run ??= runGuestScript(['--netns'], 'test/security/esp-guest.sh', 1500).then((cases) => new Map((cases as unknown as Case[]).map((c) => [c.case, c])));
+  return run;
 }
-function soft(name: 'soft' | 'wrongkey' | 'refuse'): SoftCase {
-  return results_().get(name) as SoftCase;
+async function soft(name: 'soft' | 'wrongkey' | 'refuse'): Promise<SoftCase> {
+  return (await results_()).get(name) as SoftCase;
 }
 
-test('ESP on the soft backend: the feed, its RC recovery and an order session work, and the link carries only ESP', { skip: guestSkip, timeout: 1_600_000 }, () => {
-  const c = soft('soft');
+test('ESP on the soft backend: the feed, its RC recovery and an order session work, and the link carries only ESP', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = await soft('soft');
   assert.equal(c.subStatus, 0, where(c));
   assert.equal(c.orderStatus, 0, where(c));
   assert.equal(c.gwStatus, 0, where(c));
@@ -123,8 +116,8 @@ test('ESP on the soft backend: the feed, its RC recovery and an order session wo
   assert.equal(metric(c.metrics, 'qpgate_security_refusals_total'), 0, c.metrics.join('\n'));
 });
 
-test('ESP with the wrong key: the kernel drops what it cannot authenticate, the session gets nowhere, nothing in the clear', { skip: guestSkip, timeout: 1_600_000 }, () => {
-  const c = soft('wrongkey');
+test('ESP with the wrong key: the kernel drops what it cannot authenticate, the session gets nowhere, nothing in the clear', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = await soft('wrongkey');
   assert.notEqual(c.orderStatus, 0, where(c));
   assert.ok(c.capture !== null, where(c));
   assert.ok(c.capture.esp > 0, JSON.stringify(c.capture));
@@ -139,16 +132,16 @@ test('ESP with the wrong key: the kernel drops what it cannot authenticate, the 
   assert.equal(c.sub.length, 300, where(c));
 });
 
-test('requireEncryption with no policy for the peer: the session is refused with one message and counted', { skip: guestSkip, timeout: 1_600_000 }, () => {
-  const c = soft('refuse');
+test('requireEncryption with no policy for the peer: the session is refused with one message and counted', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = await soft('refuse');
   assert.notEqual(c.orderStatus, 0, where(c));
   assert.match(c.orderErr, /403 trading session "esp-refused" from 10\.77\.3\.2: refused, no xfrm policy \(dir out\) covers UDP 4791 to 10\.77\.3\.2; nothing was sent/, where(c));
   assert.ok(metric(c.metrics, 'qpgate_security_refusals_total') >= 1, where(c));
   assert.ok(c.capture !== null && c.capture.roce === 0, `the refused session sent RoCEv2 in the clear: ${JSON.stringify(c.capture)}`);
 });
 
-test('a key file others may read stops `qpgate serve` at exit 2 with one line naming it and the fix', { skip: guestSkip, timeout: 1_600_000 }, () => {
-  const c = results_().get('badkey') as BadKeyCase;
+test('a key file others may read stops `qpgate serve` at exit 2 with one line naming it and the fix', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = (await results_()).get('badkey') as BadKeyCase;
   assert.equal(c.status, 2, c.output);
   // One line for the user (the rest are the JSON log lines of the engine and device it closed again).
   const said = c.output.split('\n').filter((l) => l.startsWith('qpgate: '));
@@ -156,8 +149,8 @@ test('a key file others may read stops `qpgate serve` at exit 2 with one line na
   assert.match(said[0]!, /^qpgate: security\.ipsec\.peers\.1\.out\.keyFile: \S+\/feed\.key has mode 0644: others may read the key; expected 0600 \(chmod 600 \S+\/feed\.key\)$/, c.output);
 });
 
-test('soft <-> rxe inside ESP: ibv_rc_pingpong and `qpgate pingpong` complete, the link carries only ESP', { skip: guestSkip, timeout: 1_600_000 }, () => {
-  const c = results_().get('rxe') as RxeCase;
+test('soft <-> rxe inside ESP: ibv_rc_pingpong and `qpgate pingpong` complete, the link carries only ESP', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = (await results_()).get('rxe') as RxeCase;
   assert.equal(c.qStatus, 0, `${c.q}\n--- ibv_rc_pingpong:\n${c.c}`);
   assert.equal(c.cStatus, 0, `${c.c}\n--- qpgate:\n${c.q}`);
   assert.ok(c.capture !== null && c.capture.esp > 0, JSON.stringify(c.capture));

@@ -58,8 +58,6 @@ class RecoveryClient {
   verbs::Status connect(const verbs::RcPeer& peer);
   bool connected() const { return ep_->connected(); }
   bool failed() const { return ep_->failed(); }
-  // Made, not yet connected (the handshake is under way): a recovery need waits for it without timing out.
-  bool connecting() const { return !ep_->connected() && !ep_->failed(); }
   verbs::QpState state() const { return ep_->state(); }
   verbs::RcPathInfo path() const { return ep_->path(); }
 

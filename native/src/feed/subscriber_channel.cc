@@ -205,14 +205,17 @@ void SubscriberChannel::session_change(std::uint32_t old_session, std::uint32_t 
 
 void SubscriberChannel::need(std::uint64_t since) { need_since_ = since == 0 ? 1 : since; }
 
-bool SubscriberChannel::renewal_overdue() {
-  if (failed_seen_ == 0) failed_seen_ = now_ns == 0 ? 1 : now_ns;
-  return now_ns > failed_seen_ && now_ns - failed_seen_ > client_->config().request_timeout_ns;
+std::uint64_t SubscriberChannel::waiting_since() const {
+  if (client_->connected()) return outstanding_ != 0 ? sent_at_ : need_since_;
+  // Failed, or a renewal being made: counted from the first failure not yet
+  // cured by a reply, so a path that never works (a wrong key, a gateway
+  // gone) cannot hold the channel through renewal after renewal, each of
+  // which connects, asks, and fails again.
+  return failed_seen_;  // 0: a handshake with no failure behind it, bounded by buffer_frames; the clock starts at the connection
 }
 
 bool SubscriberChannel::waited_too_long() const {
-  if (outstanding_ == 0 && client_->connecting()) return false;  // bounded by buffer_frames; the clock starts at the connection
-  const std::uint64_t since = outstanding_ != 0 ? sent_at_ : need_since_;
+  const std::uint64_t since = waiting_since();
   return since != 0 && now_ns > since && now_ns - since > client_->config().request_timeout_ns;
 }
 
@@ -234,6 +237,7 @@ bool SubscriberChannel::ask_again() {
 
 void SubscriberChannel::give_up() {
   counters.recovery_failures.add();
+  failed_seen_ = 0;  // a later need gets its own wait
   attempts_ = 0;
   outstanding_ = 0;
   retry_at_ = 0;
@@ -268,6 +272,7 @@ void SubscriberChannel::on_reply(const recovery::Reply& r) {
     return;
   }
   attempts_ = 0;
+  failed_seen_ = 0;  // answered: the path works again
   const Status status = snapshot ? r.snapshot.status : r.retransmit.status;
   if (status == Status::kThrottled) {
     counters.throttled.add();
@@ -378,14 +383,12 @@ void SubscriberChannel::pump() {
   if (client_ == nullptr) return;
   for (;;) {
     if (!recovering()) return;
-    if (client_->failed()) {
-      if (renewal_overdue()) give_up();
-      return;  // the renewal's connection asks again for what is still queued
-    }
+    if (client_->failed() && failed_seen_ == 0) failed_seen_ = now_ns == 0 ? 1 : now_ns;
     if (waited_too_long() && !ask_again()) {
       give_up();
       return;
     }
+    if (client_->failed()) return;  // the renewal's connection asks again for what is still queued
     if (outstanding_ != 0) return;
     if (mode_ == Mode::kSnapshot) {
       if (now_ns < retry_at_ || !client_->connected()) return;
@@ -428,8 +431,7 @@ void SubscriberChannel::set_client(RecoveryClient* client) {
   client_ = client;
   outstanding_ = 0;  // its reply would come on the old QP, which is gone
   attempts_ = 0;
-  retry_at_ = 0;
-  failed_seen_ = 0;
+  retry_at_ = 0;  // failed_seen_ stays: the new connection has proved nothing yet
   snapshot_torn_ = false;
 }
 
@@ -443,9 +445,10 @@ std::uint64_t SubscriberChannel::deadline() const {
   if (!recovering()) return owed;
   std::uint64_t due = retry_at_;
   if (retry_at_ <= now_ns) {
-    const std::uint64_t since = failed_seen_ != 0 ? failed_seen_ : outstanding_ != 0 ? sent_at_ : need_since_;
+    const std::uint64_t since = waiting_since();
     // Re-check soon while waiting for a connection, a renewal, a send slot or room in fromEngine.
-    due = std::min(since + client_->config().request_timeout_ns + 1, now_ns + 1'000'000);
+    due = now_ns + 1'000'000;
+    if (since != 0) due = std::min(due, since + client_->config().request_timeout_ns + 1);
   }
   return owed == 0 ? due : std::min(owed, due);
 }

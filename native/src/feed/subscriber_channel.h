@@ -22,16 +22,20 @@
 //             old one is stale), request_attempts times in all.
 //   the connection failed (its retries ran out: a lost link, or the
 //             gateway gone)
-//             what is needed waits request_timeout_ns for the renewal
-//             (Subscriber::renew_recovery, which src/feed/recovery-link.ts
-//             starts at once), then as below: a gateway that still has
-//             the ranges serves them on the new connection.
-//   no answer to the last attempt, no renewal of a failed connection, the
-//             held frames overflowed, or another status
+//             what is needed waits for the renewal (Subscriber::
+//             renew_recovery, which src/feed/recovery-link.ts starts at
+//             once): a gateway that still has the ranges serves them on the
+//             new connection. The wait is request_timeout_ns from the
+//             first failure, however many renewals connect and fail again
+//             or hang in between; only a reply proves the path again and
+//             ends that clock.
+//   no answer to the last attempt, no working renewal of a failed
+//             connection in time, the held frames overflowed, or another
+//             status
 //             recovery gives up: the queued ranges are unrecoverable and
 //             the held frames are delivered.
-//   a connection being made (the handshake, or a renewal after the gateway
-//             restarted or the connection failed: Subscriber::renew_recovery)
+//   a connection being made with no failure behind it (the handshake, or
+//             a renewal after the gateway restarted)
 //             what is needed waits for it, bounded by buffer_frames only;
 //             request_timeout_ns counts from the connection.
 //   a new session
@@ -147,8 +151,8 @@ class SubscriberChannel final : public ArbiterSink {
   void flush_pending();
   void overflowed();
   bool waited_too_long() const;
-  // The connection failed request_timeout_ns ago (first seen by pump()) and was not renewed.
-  bool renewal_overdue();
+  // When the wait for what is needed began (0: unbounded, a connection being made with no failure behind it).
+  std::uint64_t waiting_since() const;
   void need(std::uint64_t since);
   template <class Q>
   void ask(Q& q);
@@ -166,7 +170,7 @@ class SubscriberChannel final : public ArbiterSink {
   std::uint32_t attempts_ = 0;  // times the request now outstanding was sent, unanswered (request_attempts)
   std::uint64_t need_since_ = 0;   // when the current need arose (waiting for a connection)
   std::uint64_t retry_at_ = 0;     // THROTTLED, or fromEngine full: not before
-  std::uint64_t failed_seen_ = 0;  // when pump() first found the connection failed (0: not failed)
+  std::uint64_t failed_seen_ = 0;  // when pump() first found a connection failed, until a reply or give_up (0: none)
   bool snapshot_torn_ = false;     // a part of the snapshot being received found fromEngine full
   std::vector<Owed> owed_;         // in order; contiguous gaps merged, so a handful at most
 };

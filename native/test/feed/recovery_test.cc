@@ -631,15 +631,31 @@ TEST(FeedRecovery, ARequestUnansweredWithinTheTimeoutIsSentAgainNotGivenUp) {
 // The recovery connection's retries ran out (the link to the gateway lost for
 // a while) with ranges queued. The gateway is still up and still has them:
 // the renewed connection (src/feed/recovery-link.ts makes it as soon as it
-// sees the failure) asks for them again, and nothing is reported lost. With
-// no renewal within request_timeout_ns of the failure they are given up and
-// reported, not held for ever.
+// sees the failure) asks for them again, and nothing is reported lost.
+// Without a working renewal within request_timeout_ns of the first failure
+// they are given up and reported, not held for ever: whether no renewal
+// comes, the renewal never connects, or it connects and fails in turn (a
+// path that never works, such as a wrong key).
+enum class Renewal { kWorks, kNone, kNeverConnects, kFailsAgain };
+
+void lose_the_link(Rig& rig) {  // nothing the subscriber sends over RC reaches the gateway: never ACKed
+  verbs::soft::FaultPlan link_down;
+  link_down.rx.drop = 1;
+  for (const auto op : {wire::Opcode::kRcSendFirst, wire::Opcode::kRcSendMiddle, wire::Opcode::kRcSendLast,
+                        wire::Opcode::kRcSendOnly}) {
+    link_down.opcodes.push_back(static_cast<std::uint8_t>(op));
+  }
+  rig.gw_dev->inject_faults(link_down);
+}
+
 TEST(FeedRecovery, RangesQueuedWhenTheConnectionFailedAreAskedForOnTheRenewedOne) {
-  for (const bool renewed : {true, false}) {
-    SCOPED_TRACE(renewed);
-    Rig rig(renewed ? "127.77.85.1" : "127.77.84.1", renewed ? "127.77.85.2" : "127.77.84.2");
+  for (const Renewal renewal : {Renewal::kWorks, Renewal::kNone, Renewal::kNeverConnects, Renewal::kFailsAgain}) {
+    const int n = static_cast<int>(renewal);
+    SCOPED_TRACE(n);
+    const std::string net = "127.77." + std::to_string(80 + n) + ".";
+    Rig rig((net + "1").c_str(), (net + "2").c_str());
     ASSERT_TRUE(rig.ok());
-    const std::uint32_t group = ip4(renewed ? "239.77.85.1" : "239.77.84.1");
+    const std::uint32_t group = ip4(("239.77." + std::to_string(80 + n) + ".1").c_str());
     constexpr std::uint64_t kTimeoutNs = 1'000'000'000;
     rig.recovery_config.request_timeout_ns = kTimeoutNs;
     rig.make_publisher(group);
@@ -649,45 +665,50 @@ TEST(FeedRecovery, RangesQueuedWhenTheConnectionFailedAreAskedForOnTheRenewedOne
     loss.rx.drop = 0.05;
     loss.opcodes = {static_cast<std::uint8_t>(wire::Opcode::kUdSendOnly)};
     rig.sub_dev->inject_faults(loss);
-    verbs::soft::FaultPlan link_down;  // nothing the subscriber sends over RC reaches the gateway: never ACKed
-    link_down.rx.drop = 1;
-    for (const auto op : {wire::Opcode::kRcSendFirst, wire::Opcode::kRcSendMiddle, wire::Opcode::kRcSendLast,
-                          wire::Opcode::kRcSendOnly}) {
-      link_down.opcodes.push_back(static_cast<std::uint8_t>(op));
-    }
-    rig.gw_dev->inject_faults(link_down);
+    lose_the_link(rig);
     constexpr std::size_t kMessages = 2'000;
     rig.publish(kMessages);
-    RecoveryClient* client = rig.sub->recovery();
-    rig.run_until([&] { return client->failed(); });
+    rig.run_until([&] { return rig.sub->recovery()->failed(); });
     const std::uint64_t failed_at = monotonic_ns();
     const auto& c = rig.counters();
     EXPECT_GT(c.held.get(), 0u) << "the gaps behind the lost requests";
     EXPECT_EQ(c.recovery_failures.get(), 0u) << "not given up when the connection failed";
     EXPECT_EQ(c.unrecoverable.get(), 0u);
-    rig.gw_dev->inject_faults({});  // the link is back
+    if (renewal != Renewal::kFailsAgain) rig.gw_dev->inject_faults({});  // the link is back
 
-    if (renewed) {
+    // What src/feed/recovery-link.ts does on each failure it sees.
+    const auto renew = [&](bool connect) {
       rig.settle(300);  // the link noticing the failure and making the new session
-      ASSERT_TRUE(rig.service.close(1));
       auto local = rig.sub->renew_recovery();
       ASSERT_TRUE(local.ok()) << local.error().message;
+      if (!connect) return;
+      ASSERT_TRUE(rig.service.close(rig.next_session - 1));  // the DELETE of the old session
       auto gw = rig.service.open(*rig.gw_dev, rig.session_config(*local), monotonic_ns());
       ASSERT_TRUE(gw.ok()) << gw.error().message;
       ASSERT_TRUE(rig.sub->connect_recovery(*gw).ok());
+    };
+    if (renewal == Renewal::kWorks || renewal == Renewal::kNeverConnects) renew(renewal == Renewal::kWorks);
+    // Each renewal asks for the snapshot of what is queued and fails in turn, as long as the link is lost.
+    for (int renewals = 0; renewal == Renewal::kFailsAgain && c.recovery_failures.get() == 0; ++renewals) {
+      ASSERT_LT(renewals, 20) << "ranges held through 20 failed renewals";
+      renew(true);
+      rig.run_until([&] { return rig.sub->recovery()->failed() || c.recovery_failures.get() > 0; });
+    }
+    if (renewal == Renewal::kWorks) {
       rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
       expect_contiguous(rig.got.live_sequences(), 1, kMessages);
       EXPECT_EQ(c.recovery_failures.get(), 0u);
       EXPECT_EQ(c.unrecoverable.get(), 0u);
       EXPECT_TRUE(rig.got.gaps.empty());
       EXPECT_GT(c.recovered.get(), 0u);
-    } else {
-      rig.run_until([&] { return c.recovery_failures.get() > 0; });
-      EXPECT_GE(monotonic_ns() - failed_at, kTimeoutNs - 100'000'000) << "given up only after request_timeout_ns";
-      rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
-      EXPECT_GT(c.unrecoverable.get(), 0u);
-      EXPECT_FALSE(rig.got.gaps.empty());
+      continue;
     }
+    rig.run_until([&] { return c.recovery_failures.get() > 0; });
+    EXPECT_GE(monotonic_ns() - failed_at, kTimeoutNs - 100'000'000) << "given up only after request_timeout_ns";
+    // Every message reaches the app, as a frame or inside a reported gap, and nothing is held.
+    rig.run_until([&] { return c.expected.get() == kMessages + 1 && c.held.get() == 0; });
+    EXPECT_GT(c.unrecoverable.get(), 0u);
+    EXPECT_FALSE(rig.got.gaps.empty());
   }
 }
 

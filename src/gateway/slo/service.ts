@@ -184,7 +184,6 @@ export class SloService {
       },
     });
     const entries = this.#entries;
-    const objectives = entries.map((e) => e.config);
     const latency = this.#latency;
     new Gauge({
       name: 'qpgate_slo_min_events',
@@ -203,7 +202,7 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        for (const o of objectives) this.set({ slo: o.name, latency: o.latency }, o.percentile / 100);
+        for (const { config: o } of entries) this.set({ slo: o.name, latency: o.latency }, o.percentile / 100);
       },
     });
     new Gauge({
@@ -213,7 +212,7 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        for (const o of objectives) this.set({ slo: o.name, latency: o.latency }, o.thresholdUs / 1e6);
+        for (const { config: o } of entries) this.set({ slo: o.name, latency: o.latency }, o.thresholdUs / 1e6);
       },
     });
     new Gauge({
@@ -223,7 +222,7 @@ export class SloService {
       registers: [registry],
       collect() {
         this.reset();
-        for (const o of objectives) this.set({ slo: o.name, latency: o.latency }, latency.has(o.latency) ? 1 : 0);
+        for (const { config: o } of entries) this.set({ slo: o.name, latency: o.latency }, latency.has(o.latency) ? 1 : 0);
       },
     });
     const totals = () => this.eventTotals();
