@@ -47,7 +47,9 @@ test('a link lost until the recovery connection fails costs no message: the rene
     await until(() => (sub.stats().recovery?.connection?.errors ?? 0) > 0, 30_000);
     setFaults(device, null);
     await until(() => (sub.stats().recovery?.renewals ?? 0) >= 1 && sub.recoverySessionId !== undefined, 30_000);
-    await until(() => sub.stats().channels[0]!.recovered > 0 && sub.stats().channels[0]!.held === 0, 30_000);
+    // What the app was given, not the native counter: a frame the engine counted recovered reaches
+    // onMessage a little later, from fromEngine (under load, after this check would have run).
+    await until(() => got.some((m) => m.recovered) && sub.stats().channels[0]!.held === 0, 30_000);
     const s = sub.stats().channels[0]!;
     const recovery = sub.stats().recovery!;
     await sub.close();
@@ -55,10 +57,10 @@ test('a link lost until the recovery connection fails costs no message: the rene
     assert.equal(recovery.renewals, 1, `made again once: ${JSON.stringify(recovery)}`);
     assert.equal(s.unrecoverable, 0, `nothing lost: ${JSON.stringify(s)}`);
     assert.equal(s.recoveryFailures, 0);
+    assert.ok(s.recovered > 0, `counted: ${JSON.stringify(s)}`);
     assert.deepEqual(gaps, [], 'no gap reported');
     const live = got.slice(got.findIndex((m) => !m.snapshot));
     live.forEach((m, i) => assert.equal(m.seq, live[0]!.seq + BigInt(i), 'in order, each once'));
-    assert.ok(live.some((m) => m.recovered), 'the outage was recovered over the renewed session');
   } finally {
     gw.child.kill('SIGTERM');
     await gw.exited;
