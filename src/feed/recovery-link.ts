@@ -146,17 +146,13 @@ export class RecoveryLink {
     const old = this.#answer;
     this.#answer = undefined;
     this.#stats.session = undefined;
-    // The new QP first: while it is being connected the channels' queued ranges wait for it
-    // (bounded by bufferFrames), where a failed one gives them up after requestTimeoutMs
-    // (native/src/feed/subscriber_channel.h), and the DELETE below can take longer over a bad link.
-    let local = this.#renewNative(device);
-    // Ended before the handshake: the new session has the same name (and id), which a gateway refuses while the old one is up.
+    // Ended first: the new session has the same name (and id), which a gateway refuses while the old one is up.
     // Not on a failover: the control plane's DELETE of a session on the lost link would only be
     // undone by the handshake on the other device, which closes it first (docs/protocol.md §1.11).
     if (!failover) await old?.close();
     for (let wait = RETRY_FIRST_MS; !this.#closed; wait = Math.min(2 * wait, RETRY_MAX_MS)) {
       try {
-        await this.#handshake(local ?? this.#native.renewRecovery(device), device);
+        await this.#handshake(this.#native.renewRecovery(device), device);
         this.#stats.renewals++;
         if (failover) {
           this.#stats.failovers++;
@@ -164,20 +160,10 @@ export class RecoveryLink {
         }
         return;
       } catch (e) {
-        local = undefined;  // each attempt after a failed one on a QP of its own
         this.#stats.failedAttempts++;
         this.#stats.lastError = e instanceof Error ? e.message : String(e);
         await sleep(wait);
       }
-    }
-  }
-
-  /** A new QP for the renewal, or undefined if it cannot be made now (the loop's attempt makes it, and counts its error). */
-  #renewNative(device: SessionDevice): RcEndpointInfo | undefined {
-    try {
-      return this.#native.renewRecovery(device);
-    } catch {
-      return undefined;
     }
   }
 
