@@ -3,6 +3,10 @@
 // wake it too, and QP deadlines arm the engine's timer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "engine/engine.h"
 #include "soft_fixture.h"
 #include "engine/soft_device_agent.h"
@@ -13,19 +17,21 @@ namespace {
 using engine::SoftDeviceAgent;
 using test::Node;
 
-engine::EngineConfig parking_config() {
+// Parks of at least `min_park_ns`: long enough that only a wake-up ends one
+// within a test's bounds, even on a loaded machine.
+engine::EngineConfig parking_config(std::int64_t min_park_ns) {
   engine::EngineConfig c;
   c.to_engine_capacity = 1 << 16;
   c.from_engine_capacity = 1 << 16;
   c.huge_pages = false;
   c.idle = engine::IdleKind::kBackoff;
-  c.backoff.min_park_ns = 1'000'000'000;  // parks only a wake-up can end early
-  c.backoff.max_park_ns = 10'000'000'000;
+  c.backoff.min_park_ns = min_park_ns;
+  c.backoff.max_park_ns = 2 * min_park_ns;
   return c;
 }
 
 struct EngineWithDevice {
-  EngineWithDevice() : engine(parking_config()) {
+  explicit EngineWithDevice(std::int64_t min_park_ns = 1'000'000'000) : engine(parking_config(min_park_ns)) {
     auto a = std::make_unique<SoftDeviceAgent>();
     agent = a.get();
     engine.add_agent(std::move(a));
@@ -35,7 +41,8 @@ struct EngineWithDevice {
 };
 
 TEST(SoftDeviceAgent, AParkedEngineWakesOnAPacketAndDeliversIt) {
-  EngineWithDevice e;
+  // 60 s parks: a wake that never comes fails the 10 s waits below.
+  EngineWithDevice e(60'000'000'000);
   e.engine.start();
   std::unique_ptr<Node> rx;
   std::unique_ptr<QueuePair> qp;
@@ -47,7 +54,21 @@ TEST(SoftDeviceAgent, AParkedEngineWakesOnAPacketAndDeliversIt) {
   });
   Node tx("127.61.50.1");
   auto tq = tx.ud_qp();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the engine is deep in a 1 s park now
+  // Send only once the engine thread is parked with the socket in its epoll
+  // set. A fixed sleep was not enough under load: the backoff's spins and
+  // yields before a park outlasted it, and a packet polled before the park is
+  // delivered with no wake to count. A task lent to this thread (the owner)
+  // runs only while the engine thread is parked, and leaves it in that park.
+  const auto owner = std::this_thread::get_id();
+  bool parked = false;
+  const auto setup_done = std::chrono::steady_clock::now();
+  // Each try that finds the engine running is work that restarts its backoff: try less and less often.
+  for (auto wait = std::chrono::milliseconds(1); !parked && std::chrono::steady_clock::now() - setup_done < std::chrono::seconds(30);
+       wait = std::min(2 * wait, std::chrono::milliseconds(200))) {
+    e.engine.run_on_engine([&] { parked = std::this_thread::get_id() == owner; });
+    if (!parked) std::this_thread::sleep_for(wait);
+  }
+  ASSERT_TRUE(parked) << "the engine never parked";
   const auto before = e.engine.stats();
   AhAttr ah_attr;
   ah_attr.dgid = rx->device->gid();
@@ -61,13 +82,16 @@ TEST(SoftDeviceAgent, AParkedEngineWakesOnAPacketAndDeliversIt) {
   ASSERT_TRUE(tq->post_send(wr).ok());
   const auto t0 = std::chrono::steady_clock::now();
   tx.work();  // sent from this thread, not the engine's
-  // Nothing else may wake it (run_on_engine rings the doorbell): wait for the packet's wake first.
-  while (e.engine.stats().fd_wakes == before.fd_wakes && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) {
+  // Nothing else may wake it (run_on_engine ends a park too): wait for the packet's wake first.
+  // The bounds are for a machine under load, not the assertion: without the
+  // wake the park lasts at least min_park_ns and fd_wakes stays where it was.
+  while (e.engine.stats().fd_wakes == before.fd_wakes && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::size_t got = 0;
   Wc wc[4];
-  while (got == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) {
+  const auto woke = std::chrono::steady_clock::now();
+  while (got == 0 && std::chrono::steady_clock::now() - woke < std::chrono::seconds(10)) {
     e.engine.run_on_engine([&] { got = *rx->cq->poll(wc); });
     if (got == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
