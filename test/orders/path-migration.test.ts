@@ -9,12 +9,14 @@
 // migration, not armed again while the link it left is down (arming towards a
 // dead link would only cost a second retry budget). With the primary link back
 // both ends re-arm, and the loss of the alternate link then moves the session
-// back to the primary.
+// back to the primary. A session whose second link fails too has no path
+// left: the order in flight ends its QP with IBV_WC_RETRY_EXC_ERR and the
+// client is told ('disconnect').
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import type { GatewayProcess } from '../support/gateway-process.js';
-import { makeTwoLinks, twoLinksUnavailable } from '../support/two-links.js';
+import { makeTwoLinks, twoLinksUnavailable, type TwoLinks } from '../support/two-links.js';
 import { childLines } from '../support/child-lines.js';
 import { FAILOVER_CLIENT, metricOf, sessionsOf, sessionWhen, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
@@ -22,21 +24,46 @@ import { QPGATE_BIN } from '../support/paths.js';
 
 const skip = twoLinksUnavailable();
 
-test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost; re-armed, it moves back when the alternate fails', { skip, timeout: 120_000 }, async () => {
-  const links = makeTwoLinks(1);
+interface FailoverRun {
+  links: TwoLinks;
+  port: number;
+  client: ChildProcess;
+  nextLine: () => Promise<Record<string, any>>;
+}
+
+/**
+ * A two-link gateway and the failover client (test/support/failover-client.ts)
+ * trading as `name`, `before` orders then `after` per phase, for `body`; the
+ * client is killed if `body` left it running (a failed assertion leaves it
+ * waiting on stdin, and the test process would never end), then the gateway
+ * and the links go.
+ */
+async function withFailoverClient(tag: number, name: string, before: number, after: number, body: (run: FailoverRun) => Promise<void>): Promise<void> {
+  const links = makeTwoLinks(tag);
   let gw: GatewayProcess | undefined;
   let client: ChildProcess | undefined;
   try {
     const started = await startTwoLinkGateway(links);
     gw = started.gw;
-    const { port } = started;
-    const before = 20;
-    const after = 20;
     client = links.spawnIn(links.client, [process.execPath, FAILOVER_CLIENT, JSON.stringify({
-      url: `http://${links.primary.gatewayAddress}:${port}`, token: TOKENS.desk, name: 'apm-desk',
+      url: `http://${links.primary.gatewayAddress}:${started.port}`, token: TOKENS.desk, name,
       address: links.primary.clientAddress, alternateAddress: links.alternate.clientAddress, before, after,
     })], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const nextLine = childLines(client, () => gw!.output());
+    await body({ links, port: started.port, client, nextLine: childLines(client, () => gw!.output()) });
+    client.stdin!.write('close\n');
+    await new Promise((r) => client!.once('exit', r));
+  } finally {
+    if (client !== undefined && client.exitCode === null) client.kill('SIGKILL');
+    gw?.child.kill('SIGTERM');
+    if (gw) await gw.exited;
+    links.close();
+  }
+}
+
+test('a trading session survives the loss of its primary link: every order answered once, app_seq without a gap, no fill lost; re-armed, it moves back when the alternate fails', { skip, timeout: 120_000 }, async () => {
+  const before = 20;
+  const after = 20;
+  await withFailoverClient(1, 'apm-desk', before, after, async ({ links, port, client, nextLine }) => {
 
     const primary = await nextLine();
     assert.equal(primary['phase'], 'primary');
@@ -103,13 +130,27 @@ test('a trading session survives the loss of its primary link: every order answe
     assert.equal(armedAgain?.['pathMigState'], 'ARMED', `the gateway armed the alternate again once its link was up: ${JSON.stringify(armedAgain)}`);
     assert.equal(metricOf(links, port, 'qpgate_order_path_rearms_total'), 2, 'the gateway re-armed after each migration, each once its link was up');
     process.stdout.write(`# failover: ${done['firstAnswerMs'].toFixed(0)} ms to the alternate, ${again['firstAnswerMs'].toFixed(0)} ms back to the primary after the re-arm\n`);
-    client.stdin!.write('close\n');
-    await new Promise((r) => client!.once('exit', r));
-  } finally {
-    // A failed assertion leaves the client waiting on stdin: without this the test process never ends.
-    if (client !== undefined && client.exitCode === null) client.kill('SIGKILL');
-    gw?.child.kill('SIGTERM');
-    if (gw) await gw.exited;
-    links.close();
-  }
+  });
+});
+
+test('a path that never comes back: with both links down the next order ends the session with IBV_WC_RETRY_EXC_ERR and the client is told', { skip, timeout: 120_000 }, async () => {
+  await withFailoverClient(2, 'apm-lost', 4, 4, async ({ links, port, client, nextLine }) => {
+    const primary = await nextLine();
+    assert.equal(primary['phase'], 'primary');
+    links.down(links.primary);
+    client.stdin!.write('down\n');
+    const done = await nextLine();
+    assert.deepEqual(done['answers'], { ack: 8 }, 'the session went on on its alternate path');
+    const moved = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
+
+    links.down(links.alternate);
+    client.stdin!.write('lost\n');
+    const lost = await nextLine();
+    assert.equal(lost['phase'], 'lost');
+    assert.match(String(lost['reason']), /IBV_WC_RETRY_EXC_ERR/, JSON.stringify(lost));
+    // Unanswered, the order is neither acknowledged nor silently dropped: it waits for a reconnect to send it again.
+    assert.equal(lost['order'], 'pending', JSON.stringify(lost));
+    process.stdout.write(`# both links lost: the client told after ${Number(lost['ms']).toFixed(0)} ms (${String(lost['reason'])})\n`);
+  });
 });

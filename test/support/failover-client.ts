@@ -11,6 +11,9 @@
 //                            waits for the client's keepalive to re-arm the session, then
 //   {"phase":"rearmed",...}  the parent may take the alternate link down, then writes a line;
 //   {"phase":"again",...}    after `after` more orders, as "done"; then a last line closes.
+// Or, after "done", `lost`: the parent has taken the alternate link down too; one more order,
+//   {"phase":"lost",...}     the 'disconnect' reason, what became of that order, the time
+//                            from the order to the 'disconnect'; then a last line closes.
 import { OrderClient } from '../../src/orders/client.js';
 import { childArgs, parentLines, say, type TwoLinkClientArgs } from './child-lines.js';
 import { Side, type SequencedMessage } from '../../src/orders/messages.js';
@@ -66,7 +69,8 @@ async function trade(): Promise<number> {
 await lines.next();
 const firstAnswerMs = await trade();
 say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs });
-if ((await lines.next()).value === 'again') {
+const command = (await lines.next()).value;
+if (command === 'again') {
   // The keepalive (every keepaliveMs, with nothing in flight) re-arms the path left.
   const deadline = Date.now() + 10_000;
   while (client.stats().rearms === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -74,6 +78,15 @@ if ((await lines.next()).value === 'again') {
   await lines.next();
   const againMs = await trade();
   say({ phase: 'again', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs: againMs });
+  await lines.next();
+} else if (command === 'lost') {
+  // The parent took the link in use down too: the next order exhausts the retries of the only path left.
+  const t0 = performance.now();
+  const disconnected = new Promise<string>((resolve) => client.once('disconnect', resolve));
+  const settled = order().then((k) => `answered: ${k}`, (err: Error) => `rejected: ${err.message}`);
+  const reason = await disconnected;
+  const orderState = await Promise.race([settled, new Promise<string>((r) => setTimeout(() => r('pending'), 200))]);
+  say({ phase: 'lost', reason, order: orderState, ms: performance.now() - t0, stats: client.stats() });
   await lines.next();
 }
 await client.close();
