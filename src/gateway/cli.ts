@@ -154,7 +154,7 @@ function addSessionCommands(program: Command, setExit: SetExit): void {
     .option('--file <file>', 'read the requests from this file instead of stdin')
     .option('--first-id <id>', 'first client order id (default: the time in µs, so ids keep rising across runs)')
     .option('--linger <ms>', 'after the last answer, wait this long for fills before closing', '200')
-    .option('--reconnect-seconds <s>', 'after a lost connection, reconnect (same session, unanswered requests sent again) for up to s seconds before failing; 0 fails at once', '30')
+    .option('--reconnect-seconds <s>', 'after a lost connection (the Hello of the first connect included), reconnect (same session, unanswered requests sent again) once a second for up to s seconds before failing; a refused handshake (403) fails at once, as does 0', '30')
     .option('--json', 'every message the session gets as one JSON object per line')
     .action(function (this: Command) {
       const o = this.opts<Parameters<typeof orderCommand>[0]>();

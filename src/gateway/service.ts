@@ -108,7 +108,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
     }
     stopDeviceEvents = watchDeviceEvents(engine, { primary: state.device, alternate: state.alternateDevice }, state.sessionProviders, logger.child({ component: 'device' }));
     // ESP before the first packet: the feed's groups are checked here, each session when it opens.
-    const security = await EncryptionGuard.start(config.security, state.device.address ?? config.backend.address, config.backend.kind);
+    const alternate = state.alternateDevice?.address ?? config.backend.alternateAddress;
+    const local = { primary: state.device.address ?? config.backend.address, ...(alternate !== undefined ? { alternate } : {}) };
+    const security = await EncryptionGuard.start(config.security, local, config.backend.kind);
     state.security = security;
     state.metricSources.push((registry) => security.metrics(registry));
     if (config.security.ipsec) log.info({ security: security.report() }, 'ESP protection');

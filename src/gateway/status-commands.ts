@@ -123,7 +123,10 @@ export function formatSecurity(s: SecurityReport): string[] {
   if (s.mode === 'none') return [`Encryption: none${s.requireEncryption ? ' (required: every session is refused)' : ''}`];
   const lines = [`Encryption: ${s.algorithm} (${s.mode}), ${s.requireEncryption ? 'required' : 'not required'}`];
   for (const sa of s.sas) lines.push(`\tSA ${sa.dir} ${sa.src} -> ${sa.dst} spi ${sa.spiHex} aes-${sa.keyBits}`);
-  for (const p of s.peers) lines.push(`\tPeer ${p.address}: ${p.covered ? 'covered' : `NOT covered (${p.reason})`}`);
+  for (const p of s.peers) {
+    const from = p.link === 'alternate' ? ` (alternate link, from ${p.local})` : '';
+    lines.push(`\tPeer ${p.address}${from}: ${p.covered ? 'covered' : `NOT covered (${p.reason})`}`);
+  }
   return lines;
 }
 

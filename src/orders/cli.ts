@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline';
 import { baseUrl, ClientError, clientDevice, clientDeviceFailure, getJson, httpTimeoutMs, requestGateway, resolveTls, resolveToken, withAlternateDevice, type ClientDeviceFlags, type ClientOptions } from '../client/control-client.js';
 import { secondsOption, wholeNumberOption } from '../client/cli-numbers.js';
 import { table } from '../common/table.js';
-import { OrderClient } from './client.js';
+import { ConnectionLostError, OrderClient } from './client.js';
 import { RiskClient } from './risk-client.js';
 import { HandshakeError } from './rc-endpoint.js';
 import type { OpenIbvDeviceOptions } from '../native/verbs.js';
@@ -150,6 +150,8 @@ function keepSessionUp(client: OrderClient, seconds: number, warn: (line: string
         },
         (err: Error) => {
           if (stopped) return;
+          // Refused (an entitlement, or ESP the gateway cannot authenticate): asking again changes nothing.
+          if (err instanceof HandshakeError && err.status === 403) return giveUp(`connection lost (${reason}), and the gateway refused the session again: ${err.message}`);
           if (Date.now() + 1000 <= until) return void setTimeout(attempt, 1000);
           giveUp(`connection lost (${reason}) and ${seconds} s of reconnecting failed: ${err.message}`);
         },
@@ -158,6 +160,26 @@ function keepSessionUp(client: OrderClient, seconds: number, warn: (line: string
     attempt();
   });
   return { lost: () => lostFor, stop: () => void (stopped = true) };
+}
+
+/**
+ * `qpgate order`'s first connect, as keepSessionUp's reconnects: a connection
+ * lost in its Hello or resend (a link that stopped answering; ESP the gateway
+ * cannot authenticate, whose next handshake is refused saying so) is tried
+ * again once a second for up to `seconds`; a refused handshake or any other
+ * error ends it at once.
+ */
+async function connectRetrying(connect: () => Promise<OrderClient>, seconds: number, warn: (line: string) => void): Promise<OrderClient> {
+  const until = Date.now() + seconds * 1000;
+  for (;;) {
+    try {
+      return await connect();
+    } catch (err) {
+      if (!(err instanceof ConnectionLostError) || Date.now() + 1000 > until) throw err;
+      warn(`qpgate order: ${err.message} while connecting; trying again for up to ${seconds} s`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
 /** One request of `qpgate order` to the client; resolves with its answer. */
@@ -207,7 +229,8 @@ export async function orderCommand(
   const accounts = opts.account.map((a) => u64(a, '--account'));
   if (accounts.length === 0) throw new ClientError('--account: at least one account is needed');
   const reconnectSeconds = secondsOption(opts.reconnectSeconds ?? '30', '--reconnect-seconds', 'zero allowed');
-  const client = await OrderClient.connect({
+  // Read (and checked) once, before the first try: a bad option is a usage error, not a failed connect.
+  const options = {
     url: baseUrl(opts),
     token,
     tls: resolveTls(opts),
@@ -218,7 +241,8 @@ export async function orderCommand(
     ...ackTimeoutOption(opts),
     takeover: true,
     timeoutMs: httpTimeoutMs(opts),
-  }).catch((err: unknown) => {
+  };
+  const client = await connectRetrying(() => OrderClient.connect(options), reconnectSeconds, warn).catch((err: unknown) => {
     throw clientDeviceFailure(err) ?? new ClientError(err instanceof HandshakeError ? err.message : `cannot connect: ${(err as Error).message}`);
   });
   // Client order ids must never repeat in a session (the gateway answers a repeat with its first answer):

@@ -86,6 +86,14 @@ interface Pending {
   sent: boolean;
 }
 
+
+/** connect() or reconnect() failed because the QP failed in the Hello or the resend (the link, or ESP the gateway cannot authenticate). */
+export class ConnectionLostError extends Error {
+  constructor(readonly reason: string) {
+    super(`qpgate client: connection lost (${reason})`);
+    this.name = 'ConnectionLostError';
+  }
+}
 export class OrderClient extends EventEmitter {
   readonly #ep: RcEndpoint;
   readonly #options: OrderClientOptions;
@@ -332,7 +340,7 @@ export class OrderClient extends EventEmitter {
     const failing = this.#reconnecting;
     this.#connected = false;
     this.#ep.dropQp();
-    this.#resync.lost(new Error(`qpgate client: connection lost (${reason})`), this.#lastAppSeq);
+    this.#resync.lost(new ConnectionLostError(reason), this.#lastAppSeq);
     // Before 'disconnect': a listener's reconnect() goes to the other device too.
     const failover = unreachable && this.#opened && !this.#closed && this.#ep.switchDevice();
     this.emit('disconnect', reason);

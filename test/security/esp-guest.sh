@@ -8,7 +8,8 @@
 #   namespace (10.77.3.2) gets the mirror SAs from this script. A subscriber
 #   that recovers its late join over RC and an order session run while
 #   tshark captures the link. Then the same with the peer's key to the
-#   gateway wrong, and a start with a key file others may read.
+#   gateway wrong, a gateway with a second link whose session migrates
+#   there when the first goes down, and a start with a key file others may read.
 # rxe: ibv_rc_pingpong on rxe_v (10.77.2.1) against `qpgate pingpong` in
 #   qpgate-peer (10.77.2.2) with ESP SAs on both sides, captured on veth-rxe.
 set -uo pipefail
@@ -78,6 +79,8 @@ serve() {  # dir, extra options
 }
 peer() { timeout 200 ip netns exec "$ns" node "$root/bin/qpgate.js" "$@" --url "$url" --token "$token" --address $peer_ip; }
 get() { ip netns exec "$ns" curl -s -m 20 -H "authorization: Bearer $token" "$url$1"; }
+# From the gateway's own namespace (its loopback address): for when the link the peer reaches it by is down.
+gwget() { ip netns exec $gwns curl -s -m 20 -H "authorization: Bearer $token" "http://127.0.0.1:7480$1"; }
 capture() {  # namespace, interface, file: until stop_capture
   ip netns exec "$1" tshark -i "$2" -w "$3" >"$3.err" 2>&1 &
   cap=$!
@@ -106,12 +109,13 @@ run_soft() {  # case name, key of the peer's SA to the gateway
   ip netns exec $gwns node "$root/bin/qpgate.js" status --url "$url" --token "$token" >"$dir/status.txt" 2>&1
   ip netns exec $gwns ip xfrm policy >"$dir/policy.txt"
   ip netns exec $gwns cat /proc/net/xfrm_stat >"$dir/xfrm_stat.txt"
+  ip netns exec $gwns ip -s xfrm state >"$dir/state-stats.txt"
   stop_capture
   kill -TERM $gw; timeout 60 tail --pid=$gw -f /dev/null; wait $gw; echo $? >"$dir/gw.status"
   ip netns exec $gwns ip xfrm state >"$dir/state-after.txt"
   summary "$dir/cap.pcap" >"$dir/capture.json"
 }
-cases=" ${ESP_CASES:-soft wrongkey refuse badkey rxe} "
+cases=" ${ESP_CASES:-soft wrongkey refuse twolinks badkey rxe} "
 has() { [[ $cases == *" $1 "* ]]; }
 has soft && run_soft soft to-gw
 has wrongkey && run_soft wrongkey wrong
@@ -132,6 +136,59 @@ refuse() {
   summary "$dir/cap.pcap" >"$dir/capture.json"
 }
 has refuse && refuse
+
+# twolinks: a gateway with a second link (backend.alternateAddress on a second
+# veth pair) and SAs on both: the peer's second address and line B's group with
+# link 'alternate'. An order session armed with an alternate path runs while
+# the first link goes down: it migrates, every order is answered, and neither
+# link carries RoCEv2 in the clear.
+twolinks() {
+  local dir=$work/twolinks gw2=10.77.5.1 peer2=10.77.5.2 n=40
+  mkdir -p "$dir"
+  ip link add esp-gw2 netns $gwns type veth peer name esp-peer2 netns "$ns"
+  ip -n $gwns addr add $gw2/24 dev esp-gw2
+  ip -n "$ns" addr add $peer2/24 dev esp-peer2
+  ip -n $gwns link set esp-gw2 up
+  ip -n "$ns" link set esp-peer2 up
+  peer_sas "$ns" to-gw
+  ip -n "$ns" xfrm state add src $peer2 dst $gw2 proto esp spi 0x1004 mode transport aead "$AEAD" 0x$(cat "$work/to-gw.key") 128
+  ip -n "$ns" xfrm state add src $gw2 dst $peer2 proto esp spi 0x1003 mode transport aead "$AEAD" 0x$(cat "$work/to-peer.key") 128
+  ip -n "$ns" xfrm policy add src $peer2/32 dst $gw2/32 proto udp dir out tmpl src $peer2 dst $gw2 proto esp mode transport
+  ip -n "$ns" xfrm policy add src $gw2/32 dst $peer2/32 proto udp dir in tmpl src $gw2 dst $peer2 proto esp mode transport
+  ip -n "$ns" xfrm state add src $gw2 dst 239.77.0.2 proto esp spi 0x2102 mode transport aead "$AEAD" 0x$(cat "$work/feed.key") 128
+  ip -n "$ns" xfrm policy add src $gw2/32 dst 239.77.0.2/32 proto udp dir in tmpl src $gw2 dst 239.77.0.2 proto esp mode transport
+  local peers="[{\"address\":\"$peer_ip\",\"out\":{\"spi\":4097,\"keyFile\":\"$work/to-peer.key\"},\"in\":{\"spi\":4098,\"keyFile\":\"$work/to-gw.key\"}},"
+  peers+="{\"address\":\"$peer2\",\"link\":\"alternate\",\"out\":{\"spi\":4099,\"keyFile\":\"$work/to-peer.key\"},\"in\":{\"spi\":4100,\"keyFile\":\"$work/to-gw.key\"}},"
+  peers+="{\"address\":\"239.77.0.1\",\"out\":{\"spi\":8193,\"keyFile\":\"$work/feed.key\"}},"
+  peers+="{\"address\":\"239.77.0.2\",\"link\":\"alternate\",\"out\":{\"spi\":8450,\"keyFile\":\"$work/feed.key\"}}]"
+  serve "$dir" --set backend.alternateAddress=$gw2 --set "security.ipsec.peers=$peers"
+  capture $gwns esp-gw2 "$dir/cap2.pcap"
+  local cap2=$cap
+  capture $gwns esp-gw "$dir/cap.pcap"
+  # One order every 0.2 s; the first link goes down after the first few are answered.
+  { for i in $(seq 1 $n); do echo "buy 1001 100 $i"; sleep 0.2; done; } |
+    peer order --http-timeout 60000 --name esp-2links --account 1 --first-id 1 --alternate-address $peer2 --ack-timeout 16 --json \
+      >"$dir/order.out" 2>"$dir/order.err" &
+  local client=$!
+  local deadline=$((SECONDS + 120))
+  until (($(grep -s -o '"kind":"ack"' "$dir/order.out" | wc -l) >= 5)) || ((SECONDS > deadline)) || ! kill -0 $client 2>/dev/null; do sleep 0.2; done
+  ip -n $gwns link set esp-gw down
+  # The session as the gateway lists it once it has moved (while the client still runs).
+  deadline=$((SECONDS + 120))
+  until gwget /v1/sessions >"$dir/sessions.json" && grep -q '"activePath":"alternate"' "$dir/sessions.json" || ((SECONDS > deadline)) || ! kill -0 $client 2>/dev/null; do sleep 0.5; done
+  wait $client; echo $? >"$dir/order.status"
+  gwget /v1/device >"$dir/device.json"
+  gwget /metrics | grep '^qpgate_security' >"$dir/metrics.txt"
+  ip netns exec $gwns node "$root/bin/qpgate.js" status --url "$url" --token "$token" >"$dir/status.txt" 2>&1
+  ip netns exec $gwns ip xfrm policy >"$dir/policy.txt"
+  stop_capture
+  cap=$cap2
+  stop_capture
+  kill -TERM $gw; timeout 60 tail --pid=$gw -f /dev/null; wait $gw; echo $? >"$dir/gw.status"
+  summary "$dir/cap.pcap" >"$dir/capture.json"
+  summary "$dir/cap2.pcap" >"$dir/capture2.json"
+}
+has twolinks && twolinks
 
 # Bad input at start: a key file others may read, exit 2 with one line.
 badkey() {
@@ -181,8 +238,9 @@ node -e '
   const soft = (c) => ({ capture: json(c + "/capture.json"), subStatus: +read(c + "/sub.status"), orderStatus: +read(c + "/order.status"), gwStatus: +read(c + "/gw.status"),
     sub: lines(c + "/sub.out"), subErr: read(c + "/sub.err").slice(-4000), order: lines(c + "/order.out"), orderErr: read(c + "/order.err").slice(-4000),
     device: json(c + "/device.json"), metrics: lines(c + "/metrics.txt"), status: read(c + "/status.txt"), policy: read(c + "/policy.txt"),
-    xfrmStat: read(c + "/xfrm_stat.txt"), stateAfter: read(c + "/state-after.txt"), gwOut: read(c + "/gw.out").slice(-6000) });
+    xfrmStat: read(c + "/xfrm_stat.txt"), stateStats: read(c + "/state-stats.txt"), stateAfter: read(c + "/state-after.txt"), gwOut: read(c + "/gw.out").slice(-6000) });
   for (const c of ["soft", "wrongkey", "refuse"]) console.log(JSON.stringify({ case: c, ...soft(c) }));
+  console.log(JSON.stringify({ case: "twolinks", ...soft("twolinks"), capture2: json("twolinks/capture2.json"), sessions: json("twolinks/sessions.json") }));
   console.log(JSON.stringify({ case: "badkey", status: +read("badkey/gw.status"), output: read("badkey/gw.out") }));
   console.log(JSON.stringify({ case: "rxe", capture: json("rxe/capture.json"), qStatus: +read("rxe/q.status"), cStatus: +read("rxe/c.status"),
     q: read("rxe/q.out"), c: read("rxe/c.out"), policy: read("rxe/policy.txt"), state: read("rxe/state.txt") }));

@@ -7,10 +7,14 @@
 //           tshark on the link sees ESP and not one cleartext UDP 4791 frame.
 // wrongkey  the peer encrypts to the gateway with the wrong key: the kernel
 //           drops what it cannot authenticate (counted in /metrics from
-//           /proc/net/xfrm_stat), the RC session gets nowhere, and still
-//           nothing crosses the link in the clear.
+//           /proc/net/xfrm_stat and in the SA's own counters), the RC session
+//           gets nowhere, the peer's next one is refused naming the SA, and
+//           still nothing crosses the link in the clear.
 // refuse    no policy covers the peer (mode 'verify', no SAs of its own): the
 //           session is refused with one message naming the peer, counted.
+// twolinks  a second link (backend.alternateAddress) with SAs of its own
+//           (link: alternate): an order session migrates there when the
+//           first link goes down; neither link carries RoCEv2 in the clear.
 // badkey    a key file others may read stops the start at exit 2, one line.
 // rxe       the kernel's rxe (ibv_rc_pingpong) against `qpgate pingpong`
 //           on the soft backend, both inside ESP: the wire interoperates.
@@ -20,6 +24,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { guestSkip, runGuestScript } from '../support/rdma-vm.js';
+import { parseXfrmStates } from '../../src/gateway/security/xfrm-state.js';
 
 interface Capture {
   esp: number;
@@ -42,6 +47,8 @@ interface SoftCase {
   status: string;
   policy: string;
   xfrmStat: string;
+  /** `ip -s xfrm state` in the gateway's namespace before it stopped. */
+  stateStats: string;
   stateAfter: string;
   gwOut: string;
 }
@@ -63,7 +70,12 @@ interface RxeCase {
   state: string;
 }
 
-type Case = SoftCase | BadKeyCase | RxeCase;
+interface TwoLinksCase extends SoftCase {
+  capture2: Capture | null;
+  sessions: { sessions: Array<Record<string, unknown>> } | null;
+}
+
+type Case = SoftCase | BadKeyCase | RxeCase | TwoLinksCase;
 
 /** A metric sample's value from the `qpgate_security*` lines of /metrics (0 when absent). */
 function metric(lines: string[], sample: string): number {
@@ -116,7 +128,7 @@ test('ESP on the soft backend: the feed, its RC recovery and an order session wo
   assert.equal(metric(c.metrics, 'qpgate_security_refusals_total'), 0, c.metrics.join('\n'));
 });
 
-test('ESP with the wrong key: the kernel drops what it cannot authenticate, the session gets nowhere, nothing in the clear', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+test('ESP with the wrong key: the kernel drops what it cannot authenticate, the session is refused naming the SA and the cause, nothing in the clear', { skip: guestSkip, timeout: 1_600_000 }, async () => {
   const c = await soft('wrongkey');
   assert.notEqual(c.orderStatus, 0, where(c));
   assert.ok(c.capture !== null, where(c));
@@ -124,9 +136,13 @@ test('ESP with the wrong key: the kernel drops what it cannot authenticate, the 
   assert.equal(c.capture.roce, 0, `cleartext RoCEv2 on the link: ${JSON.stringify(c.capture)}`);
   const badAuth = /XfrmInStateProtoError\s+(\d+)/.exec(c.xfrmStat);
   assert.ok(badAuth !== null && Number(badAuth[1]) > 0, `the kernel counted no ESP it could not authenticate:\n${c.xfrmStat}`);
-  // ... and /metrics says so, and the client was told its session ended.
+  // ... and /metrics says so. The peer's SA to the gateway failed and never passed: its next
+  // session (the order's, or its reconnect after the first got nowhere) is refused, saying why.
   assert.ok(metric(c.metrics, 'qpgate_security_xfrm_errors_total') > 0, c.metrics.join('\n'));
-  assert.match(c.orderErr, /IBV_WC_RETRY_EXC_ERR/, where(c));
+  const sa = parseXfrmStates(c.stateStats).find((s) => s.src === '10.77.3.2' && s.dst === '10.77.3.1');
+  assert.ok(sa !== undefined && sa.failed > 0 && sa.packets === 0, `${JSON.stringify(sa)}\n${c.stateStats}`);
+  assert.match(c.orderErr, /403 trading session "esp-order" from 10\.77\.3\.2: refused, ESP from 10\.77\.3\.2 fails authentication at this gateway \(\d+ packets to SA 0x00001002 since its last session, none ever authenticated\)/, where(c));
+  assert.ok(metric(c.metrics, 'qpgate_security_refusals_total{reason="esp_auth_failed"}') >= 1, c.metrics.join('\n'));
   // The feed's key is right: the multicast still arrives.
   assert.equal(c.subStatus, 0, where(c));
   assert.equal(c.sub.length, 300, where(c));
@@ -138,6 +154,33 @@ test('requireEncryption with no policy for the peer: the session is refused with
   assert.match(c.orderErr, /403 trading session "esp-refused" from 10\.77\.3\.2: refused, no xfrm policy \(dir out\) covers UDP 4791 to 10\.77\.3\.2; nothing was sent/, where(c));
   assert.ok(metric(c.metrics, 'qpgate_security_refusals_total') >= 1, where(c));
   assert.ok(c.capture !== null && c.capture.roce === 0, `the refused session sent RoCEv2 in the clear: ${JSON.stringify(c.capture)}`);
+});
+
+test('ESP on two links: an order session migrates to the second link when the first goes down, every order answered, neither link in the clear', { skip: guestSkip, timeout: 1_600_000 }, async () => {
+  const c = (await results_()).get('twolinks') as TwoLinksCase;
+  assert.equal(c.orderStatus, 0, where(c));
+  assert.equal(c.gwStatus, 0, where(c));
+  const acks = c.order.map((l) => JSON.parse(l) as { kind?: string; clientOrderId?: string | number }).filter((a) => a.kind === 'ack');
+  assert.equal(acks.length, 40, where(c));
+  assert.equal(new Set(acks.map((a) => a.clientOrderId)).size, 40, 'each order answered once');
+  const session = c.sessions?.sessions.find((s) => s['name'] === 'esp-2links');
+  assert.equal(session?.['activePath'], 'alternate', JSON.stringify(c.sessions));
+  assert.ok(Number(session?.['pathMigrations']) >= 1, JSON.stringify(session));
+  for (const capture of [c.capture, c.capture2]) {
+    assert.ok(capture !== null && capture.esp > 0, `${JSON.stringify(capture)}${where(c)}`);
+    assert.equal(capture.roce, 0, `cleartext RoCEv2 on a link: ${JSON.stringify(capture)}`);
+  }
+  // The second link's SAs are the gateway's own, from its second address; each peer checked from its link's address.
+  assert.match(c.policy, /src 10\.77\.5\.1\/32 dst 10\.77\.5\.2\/32 proto udp[^]*?dir out[^]*?proto esp reqid 0 mode transport/, c.policy);
+  assert.match(c.policy, /src 10\.77\.5\.1\/32 dst 239\.77\.0\.2\/32 proto udp[^]*?dir out/, c.policy);
+  const peers = (c.device?.security as { peers: Array<{ address: string; local: string; covered: boolean }> } | undefined)?.peers;
+  assert.deepEqual(
+    peers?.filter((p) => p.local === '10.77.5.1').map((p) => [p.address, p.covered]).sort(),
+    [['10.77.5.2', true], ['239.77.0.2', true]],
+    JSON.stringify(peers),
+  );
+  assert.match(c.status, /Peer 10\.77\.5\.2 \(alternate link, from 10\.77\.5\.1\): covered/, c.status);
+  assert.equal(metric(c.metrics, 'qpgate_security_refusals_total'), 0, c.metrics.join('\n'));
 });
 
 test('a key file others may read stops `qpgate serve` at exit 2 with one line naming it and the fix', { skip: guestSkip, timeout: 1_600_000 }, async () => {

@@ -76,7 +76,7 @@ test('a key file others may read, a missing one and one of the wrong length are 
 });
 
 test('each peer gets a transport ESP state and a policy on all of UDP (no port: rxe flows carry none), per direction', () => {
-  const sas = readPeerSas('10.0.0.1', [
+  const sas = readPeerSas(() => '10.0.0.1', [
     { address: '10.0.0.2', out: { spi: 4097, keyFile: file('o.key', KEY) }, in: { spi: 4098, keyFile: file('i.key', 'c3'.repeat(20)) } },
   ]);
   assert.deepEqual(sas.map(({ hex: _h, ...s }) => s), [
@@ -89,4 +89,30 @@ test('each peer gets a transport ESP state and a policy on all of UDP (no port: 
     `xfrm state add src 10.0.0.2 dst 10.0.0.1 proto esp spi 0x00001002 mode transport aead rfc4106(gcm(aes)) 0x${'c3'.repeat(20)} 128`,
     'xfrm policy update src 10.0.0.2/32 dst 10.0.0.1/32 proto udp dir in tmpl src 10.0.0.2 dst 10.0.0.1 proto esp mode transport',
   ]);
+});
+
+test("a peer on the alternate link gets its SAs from the gateway's second address, the others from its first", () => {
+  const local = (link: 'primary' | 'alternate' | undefined) => (link === 'alternate' ? '10.1.0.1' : '10.0.0.1');
+  const sas = readPeerSas(local, [
+    { address: '10.0.0.2', out: { spi: 4097, keyFile: file('p-o.key', KEY) }, in: { spi: 4098, keyFile: file('p-i.key', KEY) } },
+    { address: '10.1.0.2', link: 'alternate', out: { spi: 4099, keyFile: file('a-o.key', KEY) }, in: { spi: 4100, keyFile: file('a-i.key', KEY) } },
+    { address: '239.77.0.2', link: 'alternate', out: { spi: 4101, keyFile: file('b.key', KEY) } },
+  ]);
+  assert.deepEqual(sas.map((s) => [s.dir, s.src, s.dst]), [
+    ['out', '10.0.0.1', '10.0.0.2'],
+    ['in', '10.0.0.2', '10.0.0.1'],
+    ['out', '10.1.0.1', '10.1.0.2'],
+    ['in', '10.1.0.2', '10.1.0.1'],
+    ['out', '10.1.0.1', '239.77.0.2'],
+  ]);
+});
+
+test("link 'alternate' on a gateway with one link is refused; with backend.alternateAddress it loads", () => {
+  const peers = `    peers:\n      - {address: 10.1.0.2, link: alternate, out: {spi: 4097, keyFile: /k/o}, in: {spi: 4098, keyFile: /k/i}}\n`;
+  const problems = problemsOf(file('one-link.yaml', `security:\n  ipsec:\n    mode: keys\n${peers}`));
+  assert.deepEqual(problems, [
+    `security.ipsec.peers.0.link (from ${join(dir, 'one-link.yaml')}): 'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out`,
+  ]);
+  const two = loadConfig({ file: file('two-links.yaml', `backend:\n  alternateAddress: 127.0.0.88\nsecurity:\n  ipsec:\n    mode: keys\n${peers}`), env: {} });
+  assert.equal(two.security.ipsec?.peers[0]?.link, 'alternate');
 });

@@ -9,7 +9,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../support/paths.js';
 import { coverage, parseXfrmPolicies, type RoceFlow } from '../../src/gateway/security/xfrm-policy.js';
-import { EncryptionGuard } from '../../src/gateway/security/guard.js';
+import { EncryptionGuard, refuseUnprotectedFeedGroups } from '../../src/gateway/security/guard.js';
+import type { FeedsConfig } from '../../src/feed/config.js';
+import { formatSecurity } from '../../src/gateway/status-commands.js';
+import { parseXfrmStates } from '../../src/gateway/security/xfrm-state.js';
 
 const fixture = (name: string) => readFileSync(join(REPO_ROOT, 'test/fixtures/xfrm', name), 'utf8');
 const keys = parseXfrmPolicies(fixture('policy-keys.txt'));
@@ -61,7 +64,7 @@ test('the deciding policy is the one of lowest priority value: a bypass, a block
 
 test('with requireEncryption the guard refuses an uncovered peer and a GID that is no IPv4 address, counts each reason, and lets a covered one through', async () => {
   const config = { requireEncryption: true, ipsec: { mode: 'verify' as const, peers: [] } };
-  const guard = await EncryptionGuard.start(config, '10.77.3.1', 'soft', async () => keys);
+  const guard = await EncryptionGuard.start(config, { primary: '10.77.3.1' }, 'soft', async () => keys);
   assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "a"'), undefined);
   const refused = await guard.sessionRefusal('::ffff:10.77.3.7', 'trading session "b"');
   assert.deepEqual(refused, {
@@ -70,7 +73,7 @@ test('with requireEncryption the guard refuses an uncovered peer and a GID that 
       'Install an ESP transport policy for UDP between 10.77.3.1 and 10.77.3.7 (ip xfrm policy, or your IKE daemon)',
   });
   assert.equal((await guard.sessionRefusal('fe80::1', 'risk session "c"'))?.reason, 'not_ipv4');
-  const unreadable = await EncryptionGuard.start(config, '10.77.3.1', 'soft', async () => { throw new Error('Operation not permitted'); });
+  const unreadable = await EncryptionGuard.start(config, { primary: '10.77.3.1' }, 'soft', async () => { throw new Error('Operation not permitted'); });
   assert.match((await unreadable.refusal('10.77.3.2', 'recovery session "d"'))!.message, /could not be read \(ip xfrm policy: Operation not permitted\); nothing was sent$/);
   const { Registry } = await import('prom-client');
   const registry = new Registry();
@@ -79,6 +82,87 @@ test('with requireEncryption the guard refuses an uncovered peer and a GID that 
   assert.match(text, /^qpgate_security_refusals_total\{reason="no_policy"\} 1$/m);
   assert.match(text, /^qpgate_security_refusals_total\{reason="not_ipv4"\} 1$/m);
   assert.deepEqual(guard.report().peers.map((p) => [p.address, p.covered]), [['10.77.3.2', true], ['10.77.3.7', false]]);
-  const notRequired = await EncryptionGuard.start({ requireEncryption: false }, '10.77.3.1', 'soft', async () => keys);
+  const notRequired = await EncryptionGuard.start({ requireEncryption: false }, { primary: '10.77.3.1' }, 'soft', async () => keys);
   assert.equal(await notRequired.sessionRefusal('::ffff:10.77.3.7', 'x'), undefined);
+});
+
+// The same installed policies on a gateway's second link (10.77.4.x): what
+// `security.ipsec.peers[].link: alternate` installs there.
+const secondLink = parseXfrmPolicies(fixture('policy-keys.txt').replaceAll('10.77.3.', '10.77.4.'));
+const twoLinks = { primary: '10.77.3.1', alternate: '10.77.4.1' };
+const verify = { requireEncryption: true, ipsec: { mode: 'verify' as const, peers: [] } };
+const feeds = (groupB: string) => ({ enabled: true, channels: [{ id: 1, groupA: '239.77.0.1', groupB }] }) as unknown as FeedsConfig;
+
+test("on a gateway with two links each flow is checked from its own link's address: the first link's policies do not cover the second", async () => {
+  const guard = await EncryptionGuard.start(verify, twoLinks, 'soft', async () => keys);
+  assert.equal(guard.has('alternate'), true);
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "a"'), undefined);
+  assert.deepEqual(await guard.sessionRefusal('::ffff:10.77.4.2', 'trading session "a" (its alternate path)', 'alternate'), {
+    reason: 'no_policy',
+    message: 'trading session "a" (its alternate path) from 10.77.4.2: refused, no xfrm policy (dir out) covers UDP 4791 to 10.77.4.2; nothing was sent. ' +
+      'Install an ESP transport policy for UDP between 10.77.4.1 and 10.77.4.2 (ip xfrm policy, or your IKE daemon)',
+  });
+  // A session on the alternate device from the first link's peer: its packets leave from 10.77.4.1, which nothing covers.
+  assert.match((await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "b"', 'alternate'))!.message, /between 10\.77\.4\.1 and 10\.77\.3\.2/);
+  // Line B leaves from the second link: the group's first-link policy does not cover it.
+  await assert.rejects(refuseUnprotectedFeedGroups(guard, feeds('239.77.0.2')), {
+    name: 'SecurityConfigError',
+    message: 'feed channel 1 group 239.77.0.2: refused, no xfrm policy (dir out) covers UDP 4791 to 239.77.0.2; nothing was sent. ' +
+      'Install an ESP transport policy for UDP between 10.77.4.1 and 239.77.0.2 (ip xfrm policy, or your IKE daemon)',
+  });
+  assert.deepEqual(
+    guard.report().peers.map((p) => [p.local, p.link, p.address, p.covered]),
+    [
+      ['10.77.3.1', 'primary', '10.77.3.2', true],
+      ['10.77.4.1', 'alternate', '10.77.4.2', false],
+      ['10.77.4.1', 'alternate', '10.77.3.2', false],
+      ['10.77.3.1', 'primary', '239.77.0.1', true],
+      ['10.77.4.1', 'alternate', '239.77.0.2', false],
+    ],
+  );
+  // `qpgate status` names the link and the address a second-link peer was checked from.
+  assert.ok(formatSecurity(guard.report()).includes('\tPeer 10.77.4.2 (alternate link, from 10.77.4.1): NOT covered (no xfrm policy (dir out) covers UDP 4791 to 10.77.4.2)'));
+});
+
+test('with both links covered the alternate path, the alternate device and line B pass; a one-link gateway has no alternate flow to check', async () => {
+  const guard = await EncryptionGuard.start(verify, twoLinks, 'soft', async () => [...keys, ...secondLink]);
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.4.2', 'trading session "a" (its alternate path)', 'alternate'), undefined);
+  await refuseUnprotectedFeedGroups(guard, feeds('239.77.0.2'));
+  const oneLink = await EncryptionGuard.start(verify, { primary: '10.77.3.1' }, 'soft', async () => keys);
+  assert.equal(oneLink.has('alternate'), false);
+  await refuseUnprotectedFeedGroups(oneLink, feeds('239.77.0.2'));
+});
+
+test("a peer whose ESP fails authentication here is refused on its next session with the SA and the cause, counted; the attempt after that is let through to prove a fixed key", async () => {
+  // The peer's SA to us: 0 failed at its first session, 12 failed (none passed) by the next.
+  let sa = { src: '10.77.3.2', dst: '10.77.3.1', spi: 0x1002, packets: 0, failed: 0 };
+  const guard = await EncryptionGuard.start(verify, { primary: '10.77.3.1' }, 'soft', async () => keys, async () => [sa]);
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'recovery session "s"'), undefined, 'the first session: nothing failed yet');
+  sa = { ...sa, failed: 12 };
+  assert.deepEqual(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "o"'), {
+    reason: 'esp_auth_failed',
+    message: 'trading session "o" from 10.77.3.2: refused, ESP from 10.77.3.2 fails authentication at this gateway (12 packets to SA 0x00001002 since its last session, ' +
+      "none ever authenticated): the peer's key for that SA is not ours; nothing was sent. Give both ends the same key",
+  });
+  // Nothing was sent since: the next attempt goes through, and with the key fixed its packets authenticate.
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "o"'), undefined);
+  sa = { ...sa, failed: 12, packets: 40 };
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "o"'), undefined, 'an SA that ever authenticated is a key that works');
+  const { Registry } = await import('prom-client');
+  const registry = new Registry();
+  guard.metrics(registry);
+  assert.match(await registry.metrics(), /^qpgate_security_refusals_total\{reason="esp_auth_failed"\} 1$/m);
+});
+
+test("the SAs' counters parse from real `ip -s xfrm state` output: the peer with another key failed and never passed, the feed's SAs passed", () => {
+  const states = parseXfrmStates(fixture('state-stats.txt'));
+  assert.deepEqual(
+    states.map((s) => [s.src, s.dst, `0x${s.spi.toString(16)}`, s.packets, s.failed]),
+    [
+      ['10.77.3.1', '239.77.0.2', '0x2002', 5257, 0],
+      ['10.77.3.1', '239.77.0.1', '0x2001', 5257, 0],
+      ['10.77.3.2', '10.77.3.1', '0x1002', 0, 30],
+      ['10.77.3.1', '10.77.3.2', '0x1001', 0, 0],
+    ],
+  );
 });

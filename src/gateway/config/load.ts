@@ -222,7 +222,7 @@ function validate(config: Plain, origins: Map<string, string>): void {
     problems.push(
       ...validateTokens(cfg.control.tokens, origin),
       ...controlTlsProblems(cfg.control, origin),
-      ...securityProblems(cfg.security, origin),
+      ...securityProblems(cfg.security, origin, cfg.backend.alternateAddress !== undefined || alternateDevice !== undefined),
       ...validateOrdersConfig(cfg.orders, cfg.feeds, origin),
       ...configBudgetProblems(cfg.feeds, origin),
     );

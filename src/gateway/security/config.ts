@@ -26,6 +26,12 @@ export const IpsecPeerConfig = Type.Object(
     address: Type.String({ pattern: IPV4, description: 'the peer\'s IPv4 address, or a feed\'s multicast group (then only `out`)' }),
     out: EspSaConfig,
     in: Type.Optional(EspSaConfig),
+    link: Type.Optional(
+      Type.Union([Type.Literal('primary'), Type.Literal('alternate')], {
+        description:
+          "which of the gateway's addresses the SAs are between: 'primary' (backend.address; the default) or 'alternate' (backend.alternateAddress, or backend.alternateDevice's): a peer's second link, and line B's group",
+      }),
+    ),
   },
   strict,
 );
@@ -54,6 +60,7 @@ export const SecurityConfig = Type.Object(
 export type SecurityConfig = Static<typeof SecurityConfig>;
 export type IpsecConfig = Static<typeof IpsecConfig>;
 export type IpsecPeerConfig = Static<typeof IpsecPeerConfig>;
+export type IpsecLink = NonNullable<IpsecPeerConfig['link']>;
 
 const isMulticast = (a: string): boolean => {
   const first = Number(a.split('.')[0]);
@@ -61,7 +68,7 @@ const isMulticast = (a: string): boolean => {
 };
 
 /** Config problems of `security` that need no file read (load.ts validates with these). */
-export function securityProblems(security: SecurityConfig, origin: (key: string) => string): string[] {
+export function securityProblems(security: SecurityConfig, origin: (key: string) => string, hasAlternateLink = false): string[] {
   const problems: string[] = [];
   const ipsec = security.ipsec;
   if (security.requireEncryption && ipsec === undefined) {
@@ -79,6 +86,9 @@ export function securityProblems(security: SecurityConfig, origin: (key: string)
     const key = `security.ipsec.peers.${i}`;
     if (isMulticast(p.address) && p.in !== undefined) problems.push(`${key}.in${origin(key)}: ${p.address} is a multicast group: it only receives (out); remove in`);
     if (!isMulticast(p.address) && p.in === undefined) problems.push(`${key}${origin(key)}: unicast peer ${p.address} needs in (the SA of its packets to us) as well as out`);
+    if (p.link === 'alternate' && !hasAlternateLink) {
+      problems.push(`${key}.link${origin(key)}: 'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out`);
+    }
     for (const [dir, sa] of [['out', p.out], ['in', p.in]] as const) {
       if (sa === undefined) continue;
       const other = spis.get(sa.spi);

@@ -9,17 +9,34 @@ import { Counter, type Registry } from 'prom-client';
 import type { SecurityConfig } from './config.js';
 import type { FeedsConfig } from '../../feed/config.js';
 import { coverage, parseXfrmPolicies, type RoceFlow, type XfrmPolicy } from './xfrm-policy.js';
+import { readXfrmStates, type XfrmStateStats } from './xfrm-state.js';
 import { ESP_AEAD, installSas, ipBatch, readPeerSas, removeLines, SecurityConfigError, type InstalledSa } from './xfrm-keys.js';
 
-export type RefusalReason = 'no_policy' | 'policy_unreadable' | 'not_ipv4';
+export type RefusalReason = 'no_policy' | 'policy_unreadable' | 'not_ipv4' | 'esp_auth_failed';
 
 export interface Refusal {
   reason: RefusalReason;
   message: string;
 }
 
+/** One of the gateway's links: its primary address, or its second one (issue 17's alternate path or device). */
+export type Link = 'primary' | 'alternate';
+
+/**
+ * The address this gateway sends from on each link: primary is backend.address
+ * (or the ibv GID's); alternate is backend.alternateAddress (soft) or
+ * backend.alternateDevice's GID (ibv), where the gateway has a second link.
+ */
+export interface LocalAddresses {
+  primary: string;
+  alternate?: string;
+}
+
 export interface PeerProtection {
   address: string;
+  /** The gateway's own address the flows were checked from (LocalAddresses). */
+  local: string;
+  link: Link;
   covered: boolean;
   reason?: string;
 }
@@ -53,62 +70,108 @@ export function gidIpv4(gid: string): string | undefined {
 export class EncryptionGuard {
   private readonly peers = new Map<string, PeerProtection>();
   private readonly refusals = new Map<RefusalReason, number>();
+  /** Per (local, peer): the failed ICV checks of the peer's SA to us when its last session was let through. */
+  private readonly authMarks = new Map<string, number>();
 
   private constructor(
     readonly config: SecurityConfig,
-    /** The address this gateway sends from (backend.address, or the ibv GID's). */
-    readonly self: string,
+    readonly local: LocalAddresses,
     /** False on ibv (rxe): its flows carry no ports (xfrm-policy.ts). */
     private readonly flowHasPorts: boolean,
     private readonly installed: InstalledSa[],
     private readonly policies: () => Promise<XfrmPolicy[]>,
+    private readonly states: () => Promise<XfrmStateStats[]>,
   ) {}
 
   /** Reads the key files and installs the SAs (mode 'keys'); throws SecurityConfigError (exit 2). */
-  static async start(config: SecurityConfig, self: string, backend: 'soft' | 'ibv', policies = readPolicies): Promise<EncryptionGuard> {
+  static async start(config: SecurityConfig, local: LocalAddresses, backend: 'soft' | 'ibv', policies = readPolicies, states = readXfrmStates): Promise<EncryptionGuard> {
     const ipsec = config.ipsec;
-    const sas = ipsec?.mode === 'keys' ? readPeerSas(self, ipsec.peers) : [];
+    const sas = ipsec?.mode === 'keys' ? readPeerSas((link) => localOf(local, link, 'security.ipsec.peers'), ipsec.peers) : [];
     if (sas.length > 0) await installSas(sas);
     const installed = sas.map(({ hex: _hex, ...sa }) => sa);
-    const guard = new EncryptionGuard(config, self, backend === 'soft', installed, policies);
-    if (ipsec !== undefined) for (const p of ipsec.peers) await guard.check(p.address).catch(() => undefined);
+    const guard = new EncryptionGuard(config, local, backend === 'soft', installed, policies, states);
+    if (ipsec !== undefined) for (const p of ipsec.peers) await guard.check(p.address, p.link).catch(() => undefined);
     return guard;
   }
 
-  /** A refusal when requireEncryption is set and no ESP policy covers the peer, else undefined. Counts refusals. */
-  async refusal(peer: string, what: string): Promise<Refusal | undefined> {
+  /** Whether this gateway has the link: a check on an alternate link it lacks has no flow to check. */
+  has(link: Link): boolean {
+    return link === 'primary' || this.local.alternate !== undefined;
+  }
+
+  /**
+   * A refusal when requireEncryption is set and no ESP policy covers the peer
+   * from this gateway's address on the link, else undefined. Counts refusals.
+   */
+  async refusal(peer: string, what: string, link: Link = 'primary'): Promise<Refusal | undefined> {
     if (!this.config.requireEncryption) return undefined;
-    const r = await this.check(peer).then(
-      (p): Refusal | undefined => (p.covered ? undefined : { reason: 'no_policy', message: `${what}: refused, ${p.reason}; nothing was sent. ${this.fix(peer)}` }),
+    const r = await this.check(peer, link).then(
+      (p): Refusal | undefined => (p.covered ? undefined : { reason: 'no_policy', message: `${what}: refused, ${p.reason}; nothing was sent. ${this.fix(p)}` }),
       (err: Error): Refusal => ({ reason: 'policy_unreadable', message: `${what}: refused, the xfrm policies could not be read (ip xfrm policy: ${err.message}); nothing was sent` }),
     );
     if (r) this.refusals.set(r.reason, (this.refusals.get(r.reason) ?? 0) + 1);
     return r;
   }
 
-  /** refusal() for an RC session's GID: a GID that is no IPv4 address cannot be matched to a policy. */
-  async sessionRefusal(gid: string, what: string): Promise<Refusal | undefined> {
-    if (!this.config.requireEncryption) return undefined;
+  /**
+   * refusal() for an RC session's GID (a GID that is no IPv4 address cannot be
+   * matched to a policy), then, with security.ipsec, authRefusal().
+   */
+  async sessionRefusal(gid: string, what: string, link: Link = 'primary'): Promise<Refusal | undefined> {
     const peer = gidIpv4(gid);
-    if (peer !== undefined) return this.refusal(peer, `${what} from ${peer}`);
+    if (peer !== undefined) {
+      const from = `${what} from ${peer}`;
+      return (await this.refusal(peer, from, link)) ?? (this.config.ipsec !== undefined ? await this.authRefusal(peer, from, link) : undefined);
+    }
+    if (!this.config.requireEncryption) return undefined;
     this.refusals.set('not_ipv4', (this.refusals.get('not_ipv4') ?? 0) + 1);
     return { reason: 'not_ipv4', message: `${what}: refused, GID ${gid} is no IPv4-mapped address and security.requireEncryption covers RoCEv2 over IPv4 only` };
   }
 
-  private fix(peer: string): string {
-    return this.config.ipsec?.mode === 'keys'
-      ? `Add ${peer} to security.ipsec.peers (with its SPIs and key files) and restart`
-      : `Install an ESP transport policy for UDP between ${this.self} and ${peer} (ip xfrm policy, or your IKE daemon)`;
+  /**
+   * A peer with another key: its SA to us failed ICV checks since its last
+   * session was let through, and not one of its packets ever authenticated.
+   * The kernel drops such packets unseen, so without this the session only
+   * times out (IBV_WC_RETRY_EXC_ERR). Every other attempt is let through, so
+   * a peer that fixed its key proves it on the next one.
+   */
+  private async authRefusal(peer: string, what: string, link: Link): Promise<Refusal | undefined> {
+    const local = localOf(this.local, link, 'an alternate-link check');
+    // Several SAs from the peer (a rekey under way): any that ever authenticated means a key that works.
+    const sas = (await this.states().catch(() => [])).filter((s) => s.src === peer && s.dst === local);
+    const key = `${local} ${peer}`;
+    const mark = this.authMarks.get(key);
+    const failed = sas.reduce((n, s) => n + s.failed, 0);
+    this.authMarks.set(key, failed);
+    const neverPassed = sas.length > 0 && sas.every((s) => s.packets === 0);
+    if (!neverPassed || mark === undefined || failed <= mark) return undefined;
+    this.refusals.set('esp_auth_failed', (this.refusals.get('esp_auth_failed') ?? 0) + 1);
+    const spis = sas.filter((s) => s.failed > 0).map((s) => `0x${s.spi.toString(16).padStart(8, '0')}`).join(', ');
+    return {
+      reason: 'esp_auth_failed',
+      message: `${what}: refused, ESP from ${peer} fails authentication at this gateway (${failed - mark} packets to SA ${spis} since its last session, none ever authenticated): the peer's key for that SA is not ours; nothing was sent. Give both ends the same key`,
+    };
   }
 
-  /** Whether out (and, for a unicast peer, in) policies require ESP for RoCEv2 with the peer; remembered for report(). */
-  async check(peer: string): Promise<PeerProtection> {
+  private fix(p: PeerProtection): string {
+    const onLink = p.link === 'alternate' ? `, link 'alternate'` : '';
+    return this.config.ipsec?.mode === 'keys'
+      ? `Add ${p.address} to security.ipsec.peers (with its SPIs and key files${onLink}) and restart`
+      : `Install an ESP transport policy for UDP between ${p.local} and ${p.address} (ip xfrm policy, or your IKE daemon)`;
+  }
+
+  /**
+   * Whether out (and, for a unicast peer, in) policies require ESP for RoCEv2
+   * between the peer and this gateway's address on the link; remembered for report().
+   */
+  async check(peer: string, link: Link = 'primary'): Promise<PeerProtection> {
+    const local = localOf(this.local, link, 'an alternate-link check');
     const policies = await this.policies();
-    const flows: RoceFlow[] = [{ src: this.self, dst: peer, dir: 'out', flowHasPorts: this.flowHasPorts }];
-    if (!isMulticast(peer)) flows.push({ src: peer, dst: this.self, dir: 'in', flowHasPorts: this.flowHasPorts });
+    const flows: RoceFlow[] = [{ src: local, dst: peer, dir: 'out', flowHasPorts: this.flowHasPorts }];
+    if (!isMulticast(peer)) flows.push({ src: peer, dst: local, dir: 'in', flowHasPorts: this.flowHasPorts });
     const missing = flows.map((f) => coverage(policies, f)).find((c) => !c.covered);
-    const p: PeerProtection = { address: peer, covered: missing === undefined, ...(missing?.reason ? { reason: missing.reason } : {}) };
-    this.peers.set(peer, p);
+    const p: PeerProtection = { address: peer, local, link, covered: missing === undefined, ...(missing?.reason ? { reason: missing.reason } : {}) };
+    this.peers.set(`${local} ${peer}`, p);
     return p;
   }
 
@@ -128,7 +191,7 @@ export class EncryptionGuard {
     const refusals = this.refusals;
     new Counter({
       name: 'qpgate_security_refusals_total',
-      help: 'Sessions and feed groups refused because no ESP policy covers their peer (security.requireEncryption), by reason.',
+      help: 'Sessions and feed groups refused: no ESP policy covers their peer (security.requireEncryption), or its ESP fails authentication here (esp_auth_failed), by reason.',
       labelNames: ['reason'],
       registers: [registry],
       collect() {
@@ -152,6 +215,15 @@ export class EncryptionGuard {
   }
 }
 
+/** The gateway's address on a link; throws SecurityConfigError (exit 2) for an alternate link the gateway does not have. */
+function localOf(local: LocalAddresses, link: Link | undefined, what: string): string {
+  if (link !== 'alternate') return local.primary;
+  if (local.alternate === undefined) {
+    throw new SecurityConfigError(`${what}: link 'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out`);
+  }
+  return local.alternate;
+}
+
 /** /proc/net/xfrm_stat as (name, count); empty where the kernel has no xfrm. */
 export function xfrmStats(path = '/proc/net/xfrm_stat'): Array<[string, number]> {
   let text: string;
@@ -167,13 +239,18 @@ export function xfrmStats(path = '/proc/net/xfrm_stat'): Array<[string, number]>
     .map(([k, v]) => [k, Number(v)]);
 }
 
-/** security.requireEncryption and a feed group no ESP policy covers: exit 2 before the feed sends its first frame. */
+/**
+ * security.requireEncryption and a feed group no ESP policy covers: exit 2
+ * before the feed sends its first frame. Line B leaves from the alternate
+ * link where the gateway has one (publisher.ts), so groupB is checked there.
+ */
 export async function refuseUnprotectedFeedGroups(guard: EncryptionGuard, feeds: FeedsConfig): Promise<void> {
   if (!feeds.enabled) return;
+  const lineB: Link = guard.has('alternate') ? 'alternate' : 'primary';
   for (const c of feeds.channels) {
-    for (const group of [c.groupA, c.groupB]) {
+    for (const [group, link] of [[c.groupA, 'primary'], [c.groupB, lineB]] as const) {
       if (group === undefined) continue;
-      const r = await guard.refusal(group, `feed channel ${c.id} group ${group}`);
+      const r = await guard.refusal(group, `feed channel ${c.id} group ${group}`, link);
       if (r !== undefined) throw new SecurityConfigError(r.message);
     }
   }

@@ -4,7 +4,7 @@
 // from files that only their owner may read.
 import { execFile } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import type { IpsecPeerConfig } from './config.js';
+import type { IpsecPeerConfig, IpsecLink } from './config.js';
 
 /** The one AEAD: AES-GCM with a 4-byte salt after the key (RFC 4106), a 128-bit ICV. */
 export const ESP_AEAD = 'rfc4106(gcm(aes))';
@@ -53,9 +53,10 @@ interface SaLine extends InstalledSa {
   hex: string;
 }
 
-/** The SAs of the configured peers, keys read (and checked) from their files. */
-export function readPeerSas(self: string, peers: readonly IpsecPeerConfig[]): SaLine[] {
+/** The SAs of the configured peers, each from this gateway's address on the peer's link, keys read (and checked) from their files. */
+export function readPeerSas(localOf: (link: IpsecLink | undefined) => string, peers: readonly IpsecPeerConfig[]): SaLine[] {
   return peers.flatMap((p, i) => {
+    const self = localOf(p.link);
     const sas: SaLine[] = [];
     for (const dir of ['out', 'in'] as const) {
       const sa = p[dir];

@@ -57,7 +57,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { state: GatewayS
       engine: looseObject('running, placement (CPU, affinity, idle strategy and why), threads, stats'),
       net: Type.Union([looseObject('how the device receives (receiveMode, ...)'), Type.Null()]),
       counters: Type.Union([looseObject('socket, wire and ingress counters'), Type.Null()]),
-      security: Type.Union([looseObject('ESP through xfrm: requireEncryption, mode, algorithm, sas (dir, src, dst, spi), peers (address, covered, reason)'), Type.Null()]),
+      security: Type.Union([looseObject('ESP through xfrm: requireEncryption, mode, algorithm, sas (dir, src, dst, spi), peers (address, local, link, covered, reason)'), Type.Null()]),
     },
     { additionalProperties: true },
   );

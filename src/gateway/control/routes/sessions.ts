@@ -289,10 +289,16 @@ export function sessionsExtension(state: GatewayState, options: SessionsExtensio
         return sendError(reply, 404, `no ${body.role} sessions: ${serviceOf(body.role)} is not enabled on this gateway`, NOT_ENABLED);
       }
       // security.requireEncryption: before the QP exists, so nothing reaches the peer in the clear.
-      // The alternate path's peer too: a migration must not take the session into the clear.
+      // Each flow from the gateway's address on its link: a session on the alternate device is
+      // all on the second link, and an alternate path (armed only where the gateway has a second
+      // link) must not take the session into the clear when it migrates.
+      const security = state.security;
+      const link = body.device ?? 'primary';
       const unprotected =
-        (await state.security?.sessionRefusal(body.gid, `${body.role} session "${body.name}"`)) ??
-        (body.alternateGid !== undefined ? await state.security?.sessionRefusal(body.alternateGid, `${body.role} session "${body.name}" (its alternate path)`) : undefined);
+        (await security?.sessionRefusal(body.gid, `${body.role} session "${body.name}"`, link)) ??
+        (body.alternateGid !== undefined && security?.has('alternate')
+          ? await security.sessionRefusal(body.alternateGid, `${body.role} session "${body.name}" (its alternate path)`, 'alternate')
+          : undefined);
       if (unprotected !== undefined) return forbidden(reply, unprotected.message);
       const openingKey = `${principal.name}\u0000${body.name}`;
       if (opening.has(openingKey)) {
