@@ -10,7 +10,7 @@ import type { SecurityConfig } from './config.js';
 import type { FeedsConfig } from '../../feed/config.js';
 import { coverage, parseXfrmPolicies, type RoceFlow, type XfrmPolicy } from './xfrm-policy.js';
 import { readXfrmStates, type XfrmStateStats } from './xfrm-state.js';
-import { ESP_AEAD, installSas, ipBatch, readPeerSas, removeLines, SecurityConfigError, type InstalledSa } from './xfrm-keys.js';
+import { ESP_AEAD, installSas, ipBatch, readPeerSas, removeLines, SecurityConfigError, spiHex, type InstalledSa } from './xfrm-keys.js';
 
 export type RefusalReason = 'no_policy' | 'policy_unreadable' | 'not_ipv4' | 'esp_auth_failed';
 
@@ -109,7 +109,7 @@ export class EncryptionGuard {
       (p): Refusal | undefined => (p.covered ? undefined : { reason: 'no_policy', message: `${what}: refused, ${p.reason}; nothing was sent. ${this.fix(p)}` }),
       (err: Error): Refusal => ({ reason: 'policy_unreadable', message: `${what}: refused, the xfrm policies could not be read (ip xfrm policy: ${err.message}); nothing was sent` }),
     );
-    if (r) this.refusals.set(r.reason, (this.refusals.get(r.reason) ?? 0) + 1);
+    if (r) this.count(r.reason);
     return r;
   }
 
@@ -124,7 +124,7 @@ export class EncryptionGuard {
       return (await this.refusal(peer, from, link)) ?? (this.config.ipsec !== undefined ? await this.authRefusal(peer, from, link) : undefined);
     }
     if (!this.config.requireEncryption) return undefined;
-    this.refusals.set('not_ipv4', (this.refusals.get('not_ipv4') ?? 0) + 1);
+    this.count('not_ipv4');
     return { reason: 'not_ipv4', message: `${what}: refused, GID ${gid} is no IPv4-mapped address and security.requireEncryption covers RoCEv2 over IPv4 only` };
   }
 
@@ -145,12 +145,16 @@ export class EncryptionGuard {
     this.authMarks.set(key, failed);
     const neverPassed = sas.length > 0 && sas.every((s) => s.packets === 0);
     if (!neverPassed || mark === undefined || failed <= mark) return undefined;
-    this.refusals.set('esp_auth_failed', (this.refusals.get('esp_auth_failed') ?? 0) + 1);
-    const spis = sas.filter((s) => s.failed > 0).map((s) => `0x${s.spi.toString(16).padStart(8, '0')}`).join(', ');
+    this.count('esp_auth_failed');
+    const spis = sas.filter((s) => s.failed > 0).map((s) => spiHex(s.spi)).join(', ');
     return {
       reason: 'esp_auth_failed',
       message: `${what}: refused, ESP from ${peer} fails authentication at this gateway (${failed - mark} packets to SA ${spis} since its last session, none ever authenticated): the peer's key for that SA is not ours; nothing was sent. Give both ends the same key`,
     };
+  }
+
+  private count(reason: RefusalReason): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
 
   private fix(p: PeerProtection): string {
@@ -181,7 +185,7 @@ export class EncryptionGuard {
       requireEncryption: this.config.requireEncryption,
       mode: ipsec?.mode ?? 'none',
       ...(ipsec ? { algorithm: `esp ${ESP_AEAD} transport` } : {}),
-      sas: this.installed.map((s) => ({ ...s, spiHex: `0x${s.spi.toString(16).padStart(8, '0')}` })),
+      sas: this.installed.map((s) => ({ ...s, spiHex: spiHex(s.spi) })),
       peers: [...this.peers.values()],
     };
   }

@@ -69,7 +69,8 @@ export function readPeerSas(localOf: (link: IpsecLink | undefined) => string, pe
   });
 }
 
-const spiHex = (spi: number): string => `0x${spi.toString(16).padStart(8, '0')}`;
+/** An SPI as `ip xfrm` writes it: 0x and 8 hex digits. */
+export const spiHex = (spi: number): string => `0x${spi.toString(16).padStart(8, '0')}`;
 
 /** `ip -batch` lines that remove what installLines adds (each may be absent: run with -force). */
 export function removeLines(sas: readonly InstalledSa[]): string[] {
