@@ -34,12 +34,26 @@ export function say(o: object): void {
   process.stdout.write(`${JSON.stringify(o, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}\n`);
 }
 
-/** The parent's reader of a child's lines; a child that ended early throws with `context()` (the gateway's output, say). */
-export function childLines(child: ChildProcess, context: () => string): () => Promise<Record<string, any>> {
+/**
+ * The parent's reader of a child's lines; a child that ended early, or said
+ * nothing for `timeoutMs`, throws with `context()` (the gateway's output,
+ * say). The timeout is what ends a test whose child waits for ever (on an
+ * answer that never comes): node:test's own timeout marks such a test failed
+ * but leaves it awaiting, so its cleanup never runs and the process never exits.
+ */
+export function childLines(child: ChildProcess, context: () => string, timeoutMs = 90_000): () => Promise<Record<string, any>> {
   const out = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   return async () => {
-    const r = await out.next();
-    if (r.done) throw new Error(`the child process ended early\n${context()}`);
-    return JSON.parse(r.value as string) as Record<string, any>;
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the child process said nothing for ${timeoutMs} ms\n${context()}`)), timeoutMs);
+    });
+    try {
+      const r = await Promise.race([out.next(), silent]);
+      if (r.done) throw new Error(`the child process ended early\n${context()}`);
+      return JSON.parse(r.value as string) as Record<string, any>;
+    } finally {
+      clearTimeout(timer);
+    }
   };
 }

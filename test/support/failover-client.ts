@@ -11,6 +11,11 @@
 //                            waits for the client's keepalive to re-arm the session, then
 //   {"phase":"rearmed",...}  the parent may take the alternate link down, then writes a line;
 //   {"phase":"again",...}    after `after` more orders, as "done"; then a last line closes.
+// With `window`, the line after "primary" starts a stream of `after` orders instead, `window`
+//   of them in flight at once:
+//   {"phase":"streaming"}    after `streamingAfter` answers: the parent takes a link down now,
+//                            with orders and answers in flight both ways;
+//   {"phase":"done",...}     as above, with the longest wait between two answers (the stall).
 // Or, after "done", `lost`: the parent has taken the alternate link down too; one more order,
 //   {"phase":"lost",...}     the 'disconnect' reason, what became of that order, the time
 //                            from the order to the 'disconnect'; then a last line closes.
@@ -21,6 +26,8 @@ import { Side, type SequencedMessage } from '../../src/orders/messages.js';
 interface Args extends TwoLinkClientArgs {
   before: number;
   after: number;
+  window?: number;
+  streamingAfter?: number;
 }
 
 const args = childArgs<Args>('failover-client', 'path-migration.test.ts and bench/orders/failover.ts');
@@ -33,6 +40,7 @@ const client = await OrderClient.connect({
   accounts: [1n, 2n],
   device: { address: args.address, alternateAddress: args.alternateAddress },
   takeover: true,
+  ...(args.window !== undefined ? { window: args.window } : {}),
 });
 const appSeqs: number[] = [];
 let fills = 0;
@@ -60,15 +68,45 @@ async function trade(): Promise<number> {
   count(await order());
   const firstMs = performance.now() - t0;
   for (let i = 1; i < args.after; i++) count(await order());
-  // The last pair's fills follow its ack: wait until every order's fill is in.
-  const deadline = Date.now() + 5000;
-  while (fills < next - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await allFilled();
   return firstMs;
 }
 
+/** `after` orders with `window` of them in flight; says "streaming" after `streamingAfter` answers. Returns the longest wait between two answers. */
+async function stream(window: number): Promise<number> {
+  let sent = 0;
+  let answered = 0;
+  let last = performance.now();
+  let longest = 0;
+  const keepSending = async (): Promise<void> => {
+    while (sent < args.after) {
+      sent++;
+      count(await order());
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      if (++answered === args.streamingAfter) say({ phase: 'streaming', stats: client.stats() });
+    }
+  };
+  await Promise.all(Array.from({ length: window }, keepSending));
+  await allFilled();
+  return longest;
+}
+
+/** The last pair's fills follow its ack: wait until every order's fill is in. */
+async function allFilled(): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (fills < next - 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 await lines.next();
-const firstAnswerMs = await trade();
-say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs });
+if (args.window !== undefined) {
+  const longestWaitMs = await stream(args.window);
+  say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), longestWaitMs });
+} else {
+  const firstAnswerMs = await trade();
+  say({ phase: 'done', appSeqs, fills, answers: kinds, stats: client.stats(), firstAnswerMs });
+}
 const command = (await lines.next()).value;
 if (command === 'again') {
   // The keepalive (every keepaliveMs, with nothing in flight) re-arms the path left.

@@ -10,7 +10,10 @@
 //    with the alternate path as their ah_attr;
 //  - re-arming: RTS→RTS with a new ALT_PATH and REARM is ARMED again, and a
 //    second failure migrates back; REARM without an alternate path is EINVAL;
-//  - both paths fail: IBV_EVENT_PATH_MIG_ERR, IBV_WC_RETRY_EXC_ERR, ERR.
+//  - both paths fail: IBV_EVENT_PATH_MIG_ERR, IBV_WC_RETRY_EXC_ERR, ERR;
+//  - sends in flight both ways at the cut: the side that follows the other's
+//    migration resends on the new path with a whole retry_cnt, so neither
+//    side's retries spent on the dead path fail it.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -194,6 +197,58 @@ TEST(SoftRcApm, WhenTheAlternatePathFailsTooTheQpReportsPathMigErrAndRetryExceed
   EXPECT_EQ(c.timeouts.get(), 8u);  // retry_cnt = 3 on each path: the first try and 3 retries, twice
   EXPECT_EQ(next_qp_event(*p.a.device), EventType::PATH_MIG);
   EXPECT_EQ(next_qp_event(*p.a.device), EventType::PATH_MIG_ERR);
+}
+
+// Both sides send when the primary link goes down, B 2 ms after A. A runs
+// out of retries first and migrates; B, most of its own retries spent on the
+// dead path, follows on A's first packet with MigReq. Before B resent its
+// requests on the new path with a whole retry_cnt at that moment, its next
+// timeout found the budget spent and failed the QP (8 runs in 8).
+TEST(SoftRcApm, WithSendsInFlightBothWaysTheFollowerResendsOnTheNewPathAndLosesNothing) {
+  ApmPair p(9, apm_options());
+  ASSERT_TRUE(p.qa && p.qb);
+  constexpr std::uint64_t kMessages = 4;
+  for (std::uint64_t i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(p.a.post_recv(*p.qa, 200 + i, i * 1024, 1024).ok());
+    ASSERT_TRUE(p.b.post_recv(*p.qb, 100 + i, i * 1024, 1024).ok());
+    std::memset(p.a.at(8192 + i * 1024), static_cast<int>('a' + i), 500);
+    std::memset(p.b.at(8192 + i * 1024), static_cast<int>('A' + i), 500);
+  }
+  link_down(p.a, p.a1.c_str());
+  link_down(p.b, p.b1.c_str());
+  for (std::uint64_t i = 0; i < kMessages; ++i) ASSERT_TRUE(p.qa->post_send(send_wr(1 + i, p.a.sge(8192 + i * 1024, 500))).ok());
+  // Both devices driven meanwhile, so A's sends go out and its ACK timer
+  // starts 2 ms before B's (a device does nothing between work() calls).
+  for (const auto until = std::chrono::steady_clock::now() + 2ms; std::chrono::steady_clock::now() < until;) p.rc.work();
+  for (std::uint64_t i = 0; i < kMessages; ++i) ASSERT_TRUE(p.qb->post_send(send_wr(11 + i, p.b.sge(8192 + i * 1024, 500))).ok());
+  // Each side's CQ holds its sends' completions and the other's messages.
+  for (auto* e : {&p.a, &p.b}) {
+    const bool is_a = e == &p.a;
+    auto wcs = p.poll(*e, 2 * kMessages, 3000ms);
+    ASSERT_EQ(wcs.size(), 2 * kMessages) << (is_a ? "A" : "B");
+    std::uint64_t sends = 0;
+    std::uint64_t recvs = 0;
+    for (const Wc& wc : wcs) {
+      ASSERT_EQ(wc.status, WcStatus::IBV_WC_SUCCESS) << (is_a ? "A: " : "B: ") << wc_status_name(wc.status);
+      if (wc_opcode_is_recv(wc.opcode)) {
+        EXPECT_EQ(wc.wr_id, (is_a ? 200u : 100u) + recvs);  // in order, each once
+        EXPECT_EQ(e->at(recvs * 1024)[499], static_cast<std::uint8_t>((is_a ? 'A' : 'a') + recvs));
+        ++recvs;
+      } else {
+        EXPECT_EQ(wc.wr_id, (is_a ? 1u : 11u) + sends);
+        ++sends;
+      }
+    }
+    EXPECT_EQ(sends, kMessages);
+    EXPECT_EQ(recvs, kMessages);
+    auto* qp = is_a ? p.qa.get() : p.qb.get();
+    EXPECT_EQ(qp->query()->path_mig_state, MigState::MIGRATED);
+    EXPECT_EQ(qp->query()->qp_state, QpState::RTS);
+    EXPECT_EQ(e->soft(*qp).counters().path_migrations.get(), 1u);
+    EXPECT_EQ(e->soft(*qp).counters().retry_exceeded.get(), 0u);
+  }
+  EXPECT_TRUE(p.poll(p.a, 1, 50ms).empty());  // nothing delivered twice
+  EXPECT_TRUE(p.poll(p.b, 1, 50ms).empty());
 }
 
 TEST(SoftRcApm, AlternatePathAttributesAreCheckedAndReported) {

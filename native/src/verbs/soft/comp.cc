@@ -46,6 +46,21 @@ void Completer::reload_retry() {
   rnr_left_ = qp_.attr_.rnr_retry;
 }
 
+// What was sent and not acknowledged went out on the path the peer has just
+// left, and the retries spent there were spent on that path: the new one
+// starts with a whole retry_cnt (as a migration on our own failure does, in
+// retry()) and the requests are resent on it now, from the oldest
+// unacknowledged PSN, rather than after the old path's timeout has run out
+// a second time. A resend the peer already has is a duplicate it answers
+// again (resp.cc), so nothing is lost and nothing is done twice.
+void Completer::on_followed_migration(std::int64_t now_ns) {
+  reload_retry();
+  if (qp_.req_->idle()) return;
+  qp_.req_->go_back(comp_psn_);
+  ack_deadline_ns_ = kDisarmed;
+  on_request_sent(now_ns);
+}
+
 void Completer::on_request_sent(std::int64_t now_ns) {
   if (ack_deadline_ns_ != kDisarmed) return;
   const std::uint64_t t = local_ack_timeout_ns(qp_.attr_.timeout);

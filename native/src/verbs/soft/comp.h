@@ -65,6 +65,7 @@ class Completer {
   void reset();                          // RESET / fresh RTS
   void start(std::uint32_t sq_psn);      // RTR→RTS
   void reload_retry();                   // retry_cnt/rnr_retry changed by modify
+  void on_followed_migration(std::int64_t now_ns);  // the peer moved us to the alternate path
   void on_response(const wire::Packet& pkt, std::int64_t now_ns);
   int on_timers(std::int64_t now_ns);    // fires what is due; work done
   std::int64_t next_deadline_ns() const;

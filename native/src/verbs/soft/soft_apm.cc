@@ -10,7 +10,9 @@
 //            moves to the alternate path and resends from the oldest
 //            unacknowledged PSN there (comp.cc), IBV_EVENT_PATH_MIG
 //   ARMED --a packet with MigReq = 1 on the alternate path--> MIGRATED
-//            the peer migrated: follow it, IBV_EVENT_PATH_MIG
+//            the peer migrated: follow it, IBV_EVENT_PATH_MIG, and resend
+//            what is unacknowledged on the new path at once, with a whole
+//            retry_cnt (comp.cc)
 //   ARMED --modify PATH_MIG_STATE = MIGRATED--> MIGRATED  a migration the
 //            consumer asks for (no event: it knows)
 //   MIGRATED after a failure, retries exhausted again: IBV_EVENT_PATH_MIG_ERR,
@@ -77,6 +79,13 @@ void SoftQp::migrate(bool on_failure) {
   mig_req_ = true;
   counters_.path_migrations.inc();
   raise(EventType::PATH_MIG);
+}
+
+// The peer migrated, so our path is dead too: follow it, and resend what
+// the old path swallowed at once, with the new path's full retry budget.
+void SoftQp::follow_migration() {
+  migrate(false);
+  comp_->on_followed_migration(now_ns_);
 }
 
 bool SoftQp::accepts_peer(const wire::IpAddress& source) const {

@@ -238,10 +238,10 @@ void SoftQp::on_packet(const wire::Packet& pkt, const RxMeta& meta) {
       counters_.drops_bad_state.inc();
       return;
     }
-    if (arrived_on_alternate(pkt, meta)) migrate(false);
+    if (arrived_on_alternate(pkt, meta)) follow_migration();
     comp_->on_response(pkt, now_ns_);
   } else if (pkt.op->is(wire::kOpRequest)) {
-    if (arrived_on_alternate(pkt, meta)) migrate(false);
+    if (arrived_on_alternate(pkt, meta)) follow_migration();
     resp_->on_request(pkt, meta);
   } else {
     counters_.drops_bad_state.inc();  // a CNP: congestion control is not implemented

@@ -154,6 +154,7 @@ class SoftQp final : public QueuePair {
   Status check_mig_request(const QpAttr& attr, QpAttrMaskFlags mask) const;
   void apply_mig_request(const QpAttr& attr, QpAttrMaskFlags mask);
   void migrate(bool on_failure);
+  void follow_migration();  // a packet with MigReq on the alternate path: the peer migrated
   bool arrived_on_alternate(const wire::Packet& pkt, const RxMeta& meta) const;
   // The requester's retries ran out: true when the QP moved to its
   // alternate path (go on there); false when it must fail.
