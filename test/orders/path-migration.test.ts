@@ -13,14 +13,17 @@
 // left: the order in flight ends its QP with IBV_WC_RETRY_EXC_ERR and the
 // client is told ('disconnect'). And a cut with 16 orders in flight and
 // their answers coming back: whichever end migrates first, the other follows
-// and resends on the new path, and still nothing is lost or doubled.
+// and resends on the new path, and still nothing is lost or doubled. A risk
+// session too moves by itself with FETCH_ADDs in flight, each executed
+// exactly once (a resend whose answer the cut lost is answered from the
+// gateway's atomic cache, not executed again).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import type { GatewayProcess } from '../support/gateway-process.js';
 import { makeTwoLinks, twoLinksUnavailable, type TwoLinks } from '../support/two-links.js';
 import { childLines } from '../support/child-lines.js';
-import { FAILOVER_CLIENT, metricOf, sessionsOf, sessionWhen, startTwoLinkGateway } from './two-link-gateway.js';
+import { FAILOVER_CLIENT, metricOf, RISK_FAILOVER_CLIENT, sessionsOf, sessionWhen, startTwoLinkGateway } from './two-link-gateway.js';
 import { TOKENS } from './support.js';
 import { QPGATE_BIN } from '../support/paths.js';
 
@@ -41,21 +44,34 @@ interface FailoverPlan {
   streamingAfter?: number;
 }
 
+/** Which child runs on the client's side and with what: FAILOVER_CLIENT trading with TOKENS.desk, or RISK_FAILOVER_CLIENT with TOKENS.risk. */
+interface FailoverChild {
+  script: string;
+  token: string;
+  name: string;
+  plan: object;
+}
+
+/** The failover client trading as `name` by `plan`, as withFailoverChild runs it. */
+function withFailoverClient(tag: number, name: string, plan: FailoverPlan, body: (run: FailoverRun) => Promise<void>): Promise<void> {
+  return withFailoverChild(tag, { script: FAILOVER_CLIENT, token: TOKENS.desk, name, plan }, body);
+}
+
 /**
- * A two-link gateway and the failover client trading as `name` by `plan`, for `body`; the
- * client is killed if `body` left it running (a failed assertion leaves it
+ * A two-link gateway and `child` on the client's side, for `body`; the
+ * child is killed if `body` left it running (a failed assertion leaves it
  * waiting on stdin, and the test process would never end), then the gateway
  * and the links go.
  */
-async function withFailoverClient(tag: number, name: string, plan: FailoverPlan, body: (run: FailoverRun) => Promise<void>): Promise<void> {
+async function withFailoverChild(tag: number, { script, token, name, plan }: FailoverChild, body: (run: FailoverRun) => Promise<void>): Promise<void> {
   const links = makeTwoLinks(tag);
   let gw: GatewayProcess | undefined;
   let client: ChildProcess | undefined;
   try {
     const started = await startTwoLinkGateway(links);
     gw = started.gw;
-    client = links.spawnIn(links.client, [process.execPath, FAILOVER_CLIENT, JSON.stringify({
-      url: `http://${links.primary.gatewayAddress}:${started.port}`, token: TOKENS.desk, name,
+    client = links.spawnIn(links.client, [process.execPath, script, JSON.stringify({
+      url: `http://${links.primary.gatewayAddress}:${started.port}`, token, name,
       address: links.primary.clientAddress, alternateAddress: links.alternate.clientAddress, ...plan,
     })], { stdio: ['pipe', 'pipe', 'inherit'] });
     await body({ links, port: started.port, client, nextLine: childLines(client, () => gw!.output()) });
@@ -185,5 +201,34 @@ test('primary link cut with orders and answers in flight: both ends move to the 
     assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
     assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
     process.stdout.write(`# cut in flight: the longest wait for an answer was ${Number(done['longestWaitMs']).toFixed(0)} ms\n`);
+  });
+});
+
+test('a risk session moves to the alternate path with FETCH_ADDs in flight: each executed exactly once, none lost, no reconnect', { skip, timeout: 120_000 }, async () => {
+  const plan = { before: 10, after: 1000, window: 8, streamingAfter: 100 };
+  await withFailoverChild(4, { script: RISK_FAILOVER_CLIENT, token: TOKENS.risk, name: 'apm-risk', plan }, async ({ links, port, client, nextLine }) => {
+    const primary = await nextLine();
+    assert.equal(primary['phase'], 'primary');
+    const armed = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(armed['role'], 'risk', JSON.stringify(armed));
+    assert.equal(armed['pathMigState'], 'ARMED', JSON.stringify(armed));
+    client.stdin!.write('stream\n');
+    assert.equal((await nextLine())['phase'], 'streaming');
+    links.down(links.primary);
+    const done = await nextLine();
+    assert.equal(done['phase'], 'done');
+    const total = plan.before + plan.after;
+    const start = BigInt(primary['start']);
+    // Each FETCH_ADD of 1 returns the limit before it: executed once each, the old values are start .. start + total - 1.
+    const olds = (done['olds'] as string[]).map(BigInt).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    assert.deepEqual(olds, Array.from({ length: total }, (_, i) => start + BigInt(i)), 'each FETCH_ADD executed exactly once');
+    assert.equal(BigInt(done['limit']), start + BigInt(total), 'the credit limit rose by the number of FETCH_ADDs');
+    assert.equal(done['stats'].reconnects, 0, 'the session migrated: the client did not reconnect');
+    assert.equal(done['stats'].failovers, 0);
+    const moved = sessionsOf(links, port).find((s) => s['id'] === primary['session'])!;
+    assert.equal(moved['state'], 'RTS', JSON.stringify(moved));
+    assert.equal(moved['activePath'], 'alternate', JSON.stringify(moved));
+    assert.equal(moved['pathMigrations'], 1, JSON.stringify(moved));
+    process.stdout.write(`# risk session cut in flight: the longest wait for an atomic was ${Number(done['longestWaitMs']).toFixed(0)} ms\n`);
   });
 });

@@ -10,6 +10,8 @@ import { ordersYaml, TOKENS, TOKENS_YAML, writeConfig } from './support.js';
 
 /** The client half (test/support/failover-client.ts), compiled. */
 export const FAILOVER_CLIENT = fileURLToPath(new URL('../support/failover-client.js', import.meta.url));
+/** Its risk session counterpart (test/support/risk-failover-client.ts), compiled. */
+export const RISK_FAILOVER_CLIENT = fileURLToPath(new URL('../support/risk-failover-client.js', import.meta.url));
 
 /**
  * `qpgate serve` in the gateway's namespace with both addresses, its control

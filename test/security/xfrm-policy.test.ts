@@ -166,3 +166,24 @@ test("the SAs' counters parse from real `ip -s xfrm state` output: the peer with
     ],
   );
 });
+
+test('sessions that arrive together share one read of the policies and one of the SAs: a burst of handshakes is not a burst of `ip` execs', async () => {
+  let policyReads = 0;
+  let stateReads = 0;
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  const sa = { src: '10.77.3.2', dst: '10.77.3.1', spi: 0x1002, packets: 7, failed: 0 };
+  const guard = await EncryptionGuard.start(verify, { primary: '10.77.3.1' }, 'soft',
+    async () => (++policyReads, await gate, keys), async () => (++stateReads, await gate, [sa]));
+  policyReads = 0;
+  stateReads = 0;
+  const burst = Array.from({ length: 20 }, (_, i) => guard.sessionRefusal('::ffff:10.77.3.2', `trading session "b${i}"`));
+  release();
+  assert.deepEqual(await Promise.all(burst), Array(20).fill(undefined), 'every session of the burst let through');
+  assert.equal(policyReads, 1);
+  assert.equal(stateReads, 1);
+  // A read is shared only while it is under way: the next session reads again.
+  assert.equal(await guard.sessionRefusal('::ffff:10.77.3.2', 'trading session "later"'), undefined);
+  assert.equal(policyReads, 2);
+  assert.equal(stateReads, 2);
+});

@@ -57,3 +57,27 @@ export function childLines(child: ChildProcess, context: () => string, timeoutMs
     }
   };
 }
+
+/**
+ * `total` calls of `one` with `window` of them under way at once, `onAnswer(k)`
+ * after the k-th settles: the stream a parent cuts a link under. Returns the
+ * longest wait between two answers (the stall of a failover).
+ */
+export async function streamInFlight(total: number, window: number, one: () => Promise<void>, onAnswer: (answered: number) => void): Promise<number> {
+  let started = 0;
+  let answered = 0;
+  let last = performance.now();
+  let longest = 0;
+  const keepGoing = async (): Promise<void> => {
+    while (started < total) {
+      started++;
+      await one();
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      onAnswer(++answered);
+    }
+  };
+  await Promise.all(Array.from({ length: window }, keepGoing));
+  return longest;
+}

@@ -20,7 +20,7 @@
 //   {"phase":"lost",...}     the 'disconnect' reason, what became of that order, the time
 //                            from the order to the 'disconnect'; then a last line closes.
 import { OrderClient } from '../../src/orders/client.js';
-import { childArgs, parentLines, say, type TwoLinkClientArgs } from './child-lines.js';
+import { childArgs, parentLines, say, streamInFlight, type TwoLinkClientArgs } from './child-lines.js';
 import { Side, type SequencedMessage } from '../../src/orders/messages.js';
 
 interface Args extends TwoLinkClientArgs {
@@ -74,21 +74,9 @@ async function trade(): Promise<number> {
 
 /** `after` orders with `window` of them in flight; says "streaming" after `streamingAfter` answers. Returns the longest wait between two answers. */
 async function stream(window: number): Promise<number> {
-  let sent = 0;
-  let answered = 0;
-  let last = performance.now();
-  let longest = 0;
-  const keepSending = async (): Promise<void> => {
-    while (sent < args.after) {
-      sent++;
-      count(await order());
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-      if (++answered === args.streamingAfter) say({ phase: 'streaming', stats: client.stats() });
-    }
-  };
-  await Promise.all(Array.from({ length: window }, keepSending));
+  const longest = await streamInFlight(args.after, window, async () => count(await order()), (answered) => {
+    if (answered === args.streamingAfter) say({ phase: 'streaming', stats: client.stats() });
+  });
   await allFilled();
   return longest;
 }

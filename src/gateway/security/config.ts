@@ -68,6 +68,9 @@ const isMulticast = (a: string): boolean => {
 };
 
 /** Config problems of `security` that need no file read (load.ts validates with these). */
+/** Why a link 'alternate' cannot be, said the same by the config check and the guard. */
+export const ALTERNATE_ON_ONE_LINK = "'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out";
+
 export function securityProblems(security: SecurityConfig, origin: (key: string) => string, hasAlternateLink = false): string[] {
   const problems: string[] = [];
   const ipsec = security.ipsec;
@@ -87,7 +90,7 @@ export function securityProblems(security: SecurityConfig, origin: (key: string)
     if (isMulticast(p.address) && p.in !== undefined) problems.push(`${key}.in${origin(key)}: ${p.address} is a multicast group: it only receives (out); remove in`);
     if (!isMulticast(p.address) && p.in === undefined) problems.push(`${key}${origin(key)}: unicast peer ${p.address} needs in (the SA of its packets to us) as well as out`);
     if (p.link === 'alternate' && !hasAlternateLink) {
-      problems.push(`${key}.link${origin(key)}: 'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out`);
+      problems.push(`${key}.link${origin(key)}: ${ALTERNATE_ON_ONE_LINK}`);
     }
     for (const [dir, sa] of [['out', p.out], ['in', p.in]] as const) {
       if (sa === undefined) continue;

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Counter, type Registry } from 'prom-client';
-import type { SecurityConfig } from './config.js';
+import { ALTERNATE_ON_ONE_LINK, type SecurityConfig } from './config.js';
 import type { FeedsConfig } from '../../feed/config.js';
 import { coverage, parseXfrmPolicies, type RoceFlow, type XfrmPolicy } from './xfrm-policy.js';
 import { readXfrmStates, type XfrmStateStats } from './xfrm-state.js';
@@ -67,6 +67,17 @@ export function gidIpv4(gid: string): string | undefined {
   return m?.[1];
 }
 
+/**
+ * `read` with callers that arrive while a read is under way sharing its
+ * answer: a burst of handshakes costs one `ip` exec, not one each, and a
+ * client that opens sessions as fast as it may cannot make the gateway fork
+ * for every one.
+ */
+export function coalesced<T>(read: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () => (pending ??= read().finally(() => (pending = undefined)));
+}
+
 export class EncryptionGuard {
   private readonly peers = new Map<string, PeerProtection>();
   private readonly refusals = new Map<RefusalReason, number>();
@@ -89,7 +100,7 @@ export class EncryptionGuard {
     const sas = ipsec?.mode === 'keys' ? readPeerSas((link) => localOf(local, link, 'security.ipsec.peers'), ipsec.peers) : [];
     if (sas.length > 0) await installSas(sas);
     const installed = sas.map(({ hex: _hex, ...sa }) => sa);
-    const guard = new EncryptionGuard(config, local, backend === 'soft', installed, policies, states);
+    const guard = new EncryptionGuard(config, local, backend === 'soft', installed, coalesced(policies), coalesced(states));
     if (ipsec !== undefined) for (const p of ipsec.peers) await guard.check(p.address, p.link).catch(() => undefined);
     return guard;
   }
@@ -223,7 +234,7 @@ export class EncryptionGuard {
 function localOf(local: LocalAddresses, link: Link | undefined, what: string): string {
   if (link !== 'alternate') return local.primary;
   if (local.alternate === undefined) {
-    throw new SecurityConfigError(`${what}: link 'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out`);
+    throw new SecurityConfigError(`${what}: link ${ALTERNATE_ON_ONE_LINK}`);
   }
   return local.alternate;
 }
