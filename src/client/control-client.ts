@@ -257,7 +257,10 @@ export async function getJson<T>(opts: ClientOptions, path: string): Promise<T> 
   const base = baseUrl(opts);
   const { source } = resolveToken(opts);
   const res = await requestGateway(opts, path);
-  const body = (await res.json().catch(() => ({}))) as { message?: string };
+  const body = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+  if (res.status === 401 && body.error === 'client_certificate_refused') {
+    throw new ClientError(`the gateway at ${base} refused the client certificate (401: ${body.message}): ${CLI_HINTS.clientCertificate}`);
+  }
   if (res.status === 401) throw new ClientError(`the gateway at ${base} refused the token from ${source} (401: ${body.message ?? 'unauthorized'})`);
   if (!res.ok) throw new ClientError(`${path}: HTTP ${res.status}: ${body.message ?? res.statusText}`);
   return body as T;

@@ -130,7 +130,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger, option
       tokens.push(generated.token);
       log.warn({ path: generated.path }, 'no control-plane token configured: generated an admin token');
     }
-    app = await buildControlPlane({ state, tokens, logger, ...(tls ? { https: tls.https } : {}) });
+    app = await buildControlPlane({ state, tokens, logger, ...(tls ? { https: tls.https, certificate: { subject: tls.report.subject ?? '', validTo: tls.report.validTo ?? '' } } : {}) });
     await app.listen({ host: config.control.host, port: config.control.port });
   } catch (err) {
     await app?.close().catch(() => undefined);

@@ -58,6 +58,12 @@ const CERTIFICATE_ERRORS = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
+// A certificate out of its dates verifies against no CA: what to do is the gateway's operator's, or the clock's.
+const CERTIFICATE_DATE_HINTS: Record<string, string> = {
+  CERT_HAS_EXPIRED: "it has expired: the gateway's operator must renew it (control.tls.certFile) and restart the gateway; no CA option makes it verify",
+  CERT_NOT_YET_VALID: "it is not valid yet: check this host's clock against the certificate's notBefore",
+};
+
 /** What to tell the user beside the cause: how to trust the gateway's CA, and where to look when nothing answers. */
 export interface FailureHints {
   certificate: string;
@@ -71,7 +77,7 @@ export function fetchFailure(err: unknown, base: string, hints: FailureHints): s
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   const code = cause?.code ?? (err as Error).name;
   if (CERTIFICATE_ERRORS.has(code)) {
-    return `the certificate of the gateway at ${base} did not verify (${code}: ${cause?.message ?? ''}): ${hints.certificate}`;
+    return `the certificate of the gateway at ${base} did not verify (${code}: ${cause?.message ?? ''}): ${CERTIFICATE_DATE_HINTS[code] ?? hints.certificate}`;
   }
   if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) {
     return `the TLS handshake with the gateway at ${base} failed (${code}: ${cause?.message ?? ''})`;

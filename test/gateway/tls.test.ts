@@ -9,12 +9,17 @@
 //     `qpgate serve` at exit 2 with one line naming the file;
 //   - a control.host off loopback without TLS is refused when the config loads,
 //     before anything listens;
-//   - with control.tls.clientCaFile a client without a certificate is refused.
+//   - with control.tls.clientCaFile a client without a certificate, or with an
+//     expired one, is refused with a 401 saying which, counted by reason; the
+//     CLI and an OrderClient show that reason;
+//   - a gateway certificate that expires while the gateway runs: /metrics had
+//     its expiry, and the CLI and an OrderClient say it expired and that the
+//     gateway's operator must renew it (no CA option can help).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeCertificates, type TestCertificates } from '../support/certificates.js';
+import { makeCertificates, shortLived, type TestCertificates } from '../support/certificates.js';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { runCli } from '../support/cli.js';
 import { freeLoopbackAddress } from '../support/loopback.js';
@@ -142,12 +147,70 @@ test('with control.tls.clientCaFile a client without a certificate is refused, o
     const adminToken = readFileSync(join(mtls.stateDir, 'admin.token'), 'utf8').trim();
     const without = await runCli(['status', '--url', mtls.url, '--token', adminToken, '--ca', certs.ca]);
     assert.equal(without.code, 1);
-    assert.match(without.stderr, /^qpgate status: the gateway at https:\S+ closed the connection \((UND_ERR_SOCKET|ECONNRESET)\): if it requires a client certificate \(control\.tls\.clientCaFile\), pass one with --cert <file> --key <file>/);
+    assert.deepEqual(without.stderr.trim().split('\n'), [`qpgate status: the gateway at ${mtls.url} refused the client certificate (401: this gateway requires a client certificate (control.tls.clientCaFile) ` +
+      'and none was presented: present one its CA signed): pass one with --cert <file> --key <file> (or $QPGATE_CERT, $QPGATE_KEY)']);
+    const expired = await runCli(['status', '--url', mtls.url, '--token', adminToken, '--ca', certs.ca, '--cert', certs.expiredClient.cert, '--key', certs.expiredClient.key]);
+    assert.equal(expired.code, 1);
+    assert.deepEqual(expired.stderr.trim().split('\n'), [`qpgate status: the gateway at ${mtls.url} refused the client certificate (401: the client certificate CN=desk-8 expired on 2020-01-02T00:00:00.000Z: renew it): ` +
+      'pass one with --cert <file> --key <file> (or $QPGATE_CERT, $QPGATE_KEY)']);
+    // The client libraries' handshake is told the same.
+    await assert.rejects(OrderClient.connect({ url: mtls.url, token: adminToken, name: 'mtls-desk', accounts: [1n], device: { address: freeLoopbackAddress() },
+      tls: { ca: readFileSync(certs.ca), cert: readFileSync(certs.expiredClient.cert), key: readFileSync(certs.expiredClient.key) } }), (err: unknown) => {
+      assert.ok(err instanceof HandshakeError);
+      assert.equal(err.status, 401);
+      assert.match(err.message, /the client certificate CN=desk-8 expired on 2020-01-02T00:00:00\.000Z: renew it/);
+      return true;
+    });
     const withCert = await runCli(['status', '--url', mtls.url, '--token', adminToken, '--ca', certs.ca, '--cert', certs.client.cert, '--key', certs.client.key]);
     assert.equal(withCert.code, 0, withCert.stderr);
     assert.match(withCert.stdout, /client certificates required/);
+    const tls = { ca: readFileSync(certs.ca), cert: readFileSync(certs.client.cert), key: readFileSync(certs.client.key) };
+    const metrics = await (await controlFetch(`${mtls.url}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } }, tls)).text();
+    assert.match(metrics, /^qpgate_control_tls_handshake_failures_total\{reason="NO_CLIENT_CERTIFICATE"\} 1$/m);
+    assert.match(metrics, /^qpgate_control_tls_handshake_failures_total\{reason="CERT_HAS_EXPIRED"\} 2$/m);
   } finally {
     mtls.child.kill('SIGTERM');
     await mtls.exited;
+  }
+});
+
+/**
+ * A gateway serving a certificate that expires a few seconds after it started: signed for
+ * `seconds` and, should the start outlast that (a loaded host), again for twice as long.
+ */
+async function gatewayWhoseCertificateExpires(seconds = 10): Promise<{ gw: GatewayProcess; validTo: Date }> {
+  const soon = shortLived(certs, `soon-${seconds}`, seconds);
+  try {
+    const gw = await startGatewayProcess([...tlsArgs(soon), '--set', 'feeds.enabled=false']);
+    if (Date.now() < soon.validTo.getTime() - 1000) return { gw, validTo: soon.validTo };
+    gw.child.kill('SIGTERM');
+    await gw.exited;
+  } catch (err) {
+    if (seconds >= 320) throw err;
+  }
+  return gatewayWhoseCertificateExpires(seconds * 2);
+}
+
+test("a gateway certificate that expires while the gateway runs: /metrics had its expiry; then the CLI and an OrderClient say it expired and the gateway's operator must renew it", { timeout: 900_000 }, async () => {
+  const { gw: expiring, validTo } = await gatewayWhoseCertificateExpires();
+  try {
+    const adminToken = readFileSync(join(expiring.stateDir, 'admin.token'), 'utf8').trim();
+    const metrics = await (await controlFetch(`${expiring.url}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } }, { ca: readFileSync(certs.ca) })).text();
+    const expiry = /^qpgate_control_tls_certificate_expiry_timestamp_seconds\{subject="CN=qpgate-soon-\d+"\} (\d+)$/m.exec(metrics);
+    assert.equal(Number(expiry?.[1]), validTo.getTime() / 1000, 'the expiry is the certificate\'s notAfter');
+    await new Promise((r) => setTimeout(r, validTo.getTime() - Date.now() + 1500));
+    const status = await runCli(['status', '--url', expiring.url, '--token', adminToken, '--ca', certs.ca]);
+    assert.equal(status.code, 1);
+    assert.deepEqual(status.stderr.trim().split('\n'), [`qpgate status: the certificate of the gateway at ${expiring.url} did not verify (CERT_HAS_EXPIRED: certificate has expired): ` +
+      "it has expired: the gateway's operator must renew it (control.tls.certFile) and restart the gateway; no CA option makes it verify"]);
+    await assert.rejects(OrderClient.connect({ url: expiring.url, token: adminToken, name: 'late-desk', accounts: [1n], device: { address: freeLoopbackAddress() }, tls: { ca: readFileSync(certs.ca) } }),
+      (err: unknown) => {
+        assert.ok(err instanceof HandshakeError);
+        assert.match(err.message, /\(CERT_HAS_EXPIRED: certificate has expired\): it has expired: the gateway's operator must renew it/);
+        return true;
+      });
+  } finally {
+    expiring.child.kill('SIGTERM');
+    await expiring.exited;
   }
 });

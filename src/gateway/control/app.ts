@@ -10,7 +10,8 @@ import type { Logger } from '../log.js';
 import { requireToken, TokenStore, type Token } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import { deviceRoutes } from './routes/device.js';
-import { countControlRequests, countTlsHandshakeFailures, createRegistry, metricsRoutes } from './routes/metrics.js';
+import { countControlRequests, countTlsHandshakeFailures, createRegistry, exportCertificateExpiry, metricsRoutes } from './routes/metrics.js';
+import { refuseUnverifiedClients } from './client-certificates.js';
 import { qpRoutes } from './routes/qps.js';
 import { sloRoutes } from './routes/slo.js';
 import { logLevelRoutes } from './routes/log-level.js';
@@ -65,6 +66,8 @@ export interface ControlPlaneOptions {
   logger: Logger;
   /** Serve https with these (control.tls, read by loadControlTls); absent: http. */
   https?: HttpsOptions;
+  /** The certificate https serves, for its expiry metric. */
+  certificate?: { subject: string; validTo: string };
 }
 
 export async function buildControlPlane(options: ControlPlaneOptions): Promise<FastifyInstance> {
@@ -91,7 +94,10 @@ export async function buildControlPlane(options: ControlPlaneOptions): Promise<F
   const registry = createRegistry(options.state);
   metricsRegistries.set(app, registry);
   countControlRequests(app, registry);
-  countTlsHandshakeFailures(app, registry);
+  const countTlsRefusal = countTlsHandshakeFailures(app, registry);
+  exportCertificateExpiry(registry, options.certificate);
+  // Before every route and the 404 handler: an unverified client reaches none of them.
+  if (options.https?.requestCert) refuseUnverifiedClients(app, countTlsRefusal);
   // Before the plugins: Fastify gives each plugin the error handler set when it is registered.
   const authenticate = requireToken(store);
   const isV1 = (url: string): boolean => /^\/v1(\/|\?|$)/.test(url);

@@ -32,6 +32,8 @@ export type ErrorStatus = keyof typeof ERROR_CODES;
 
 /** The code of 404s for a feature this gateway does not serve (see above); every other 404 is not_found. */
 export const NOT_ENABLED = 'not_enabled';
+/** The code of 401s for a client certificate mutual TLS refused (client-certificates.ts); every other 401 is unauthorized. */
+export const CLIENT_CERTIFICATE_REFUSED = 'client_certificate_refused';
 
 /** The code for an HTTP status: a client error without a code of its own is bad_request, a server error internal. */
 export function errorCode(status: number): string {
@@ -44,11 +46,11 @@ export function sendError(reply: FastifyReply, status: ErrorStatus, message: str
   return reply.code(status).send({ error, message });
 }
 
-const ALL_ERROR_CODES = [...new Set([...Object.values(ERROR_CODES), NOT_ENABLED])];
+const ALL_ERROR_CODES = [...new Set([...Object.values(ERROR_CODES), NOT_ENABLED, CLIENT_CERTIFICATE_REFUSED])];
 
 export const ErrorBody = Type.Object(
   {
-    error: Type.String({ enum: ALL_ERROR_CODES, description: 'a stable code: one per HTTP status, and not_enabled for a 404 of a feature this gateway does not serve' }),
+    error: Type.String({ enum: ALL_ERROR_CODES, description: 'a stable code: one per HTTP status, not_enabled for a 404 of a feature this gateway does not serve, and client_certificate_refused for a 401 of mutual TLS' }),
     message: Type.String({ description: 'what was wrong, for a person: names the field, the limit or the missing entitlement' }),
   },
   { $id: 'ErrorBody', additionalProperties: false, description: 'the error shape of every control-plane error' },
@@ -57,7 +59,7 @@ export type ErrorBody = Static<typeof ErrorBody>;
 
 const DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'bad_request: an invalid body, parameter or query; the message names the field (`body/level must be string`)',
-  401: 'unauthorized: no bearer token, or an unknown one (also for a /v1 path that does not exist)',
+  401: 'unauthorized: no bearer token, or an unknown one (also for a /v1 path that does not exist); client_certificate_refused: with control.tls.clientCaFile, no client certificate or one that did not verify (expired, another CA), named in the message',
   403: 'forbidden: the token lacks the scope (a read token on an admin route) or the entitlement (role, account, channel), named in the message',
   404: 'not_found: no such resource; not_enabled: the feature is not served by this gateway (off in the configuration)',
   409: 'conflict: the resource is taken or in use (a name, a group, a connected session, the memory budget)',

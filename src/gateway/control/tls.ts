@@ -24,6 +24,11 @@ export interface HttpsOptions {
   key: string;
   ca?: string;
   requestCert: boolean;
+  /**
+   * Always false: with clientCaFile the connection is taken even when the client's
+   * certificate does not verify, and refused with a reason in the first request
+   * (client-certificates.ts); without it no client certificate is asked for.
+   */
   rejectUnauthorized: boolean;
 }
 
@@ -131,7 +136,7 @@ export function loadControlTls(tls: ControlTlsConfig, now = new Date()): Control
     parseCertificate('clientCaFile', tls.clientCaFile, ca);
   }
   return {
-    https: { cert: certPem, key: keyPem, ...(ca === undefined ? {} : { ca }), requestCert: ca !== undefined, rejectUnauthorized: ca !== undefined },
+    https: { cert: certPem, key: keyPem, ...(ca === undefined ? {} : { ca }), requestCert: ca !== undefined, rejectUnauthorized: false },
     report: {
       enabled: true,
       certFile: tls.certFile,

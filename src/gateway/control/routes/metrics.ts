@@ -277,14 +277,16 @@ export function countControlRequests(app: FastifyInstance, registry: Registry): 
 /**
  * qpgate_control_tls_handshake_failures_total{reason}: TLS handshakes the
  * https server refused ('tlsClientError': a client that did not trust our
- * certificate, sent none when one is required, or spoke plain http to it).
+ * certificate, or spoke plain http to it), and client certificates it refused
+ * (client-certificates.ts: NO_CLIENT_CERTIFICATE, CERT_HAS_EXPIRED, ...).
  * `reason` is Node's error code (ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE, ECONNRESET, ...).
  * Registered on http too (where it stays empty), so /metrics has one set of names.
+ * Returns what counts one more refusal.
  */
-export function countTlsHandshakeFailures(app: FastifyInstance, registry: Registry): void {
+export function countTlsHandshakeFailures(app: FastifyInstance, registry: Registry): (reason: string) => void {
   const failures = new Counter({
     name: 'qpgate_control_tls_handshake_failures_total',
-    help: 'TLS handshakes the control plane refused or that failed, by error code.',
+    help: 'TLS handshakes the control plane refused or that failed, and client certificates it refused, by error code.',
     labelNames: ['reason'],
     registers: [registry],
   });
@@ -292,6 +294,25 @@ export function countTlsHandshakeFailures(app: FastifyInstance, registry: Regist
     failures.inc({ reason: err.code ?? 'unknown' });
     app.log.debug({ err }, 'TLS handshake failed');
   });
+  return (reason) => failures.inc({ reason });
+}
+
+/**
+ * qpgate_control_tls_certificate_expiry_timestamp_seconds{subject}: when the
+ * certificate the control plane serves expires (its notAfter). The gateway
+ * refuses to start with an expired one (tls.ts), but one can expire while it
+ * runs, and from then on every client refuses it: the alerts in
+ * config/prometheus/alerts.yaml fire two weeks before and once it has.
+ * No sample on http.
+ */
+export function exportCertificateExpiry(registry: Registry, certificate?: { subject: string; validTo: string }): void {
+  const expiry = new Gauge({
+    name: 'qpgate_control_tls_certificate_expiry_timestamp_seconds',
+    help: 'When the certificate the control plane serves expires (notAfter, Unix seconds); no sample on http.',
+    labelNames: ['subject'],
+    registers: [registry],
+  });
+  if (certificate !== undefined) expiry.set({ subject: certificate.subject }, Date.parse(certificate.validTo) / 1000);
 }
 
 export async function metricsRoutes(
