@@ -67,10 +67,10 @@ const isMulticast = (a: string): boolean => {
   return first >= 224 && first <= 239;
 };
 
-/** Config problems of `security` that need no file read (load.ts validates with these). */
 /** Why a link 'alternate' cannot be, said the same by the config check and the guard. */
 export const ALTERNATE_ON_ONE_LINK = "'alternate' on a gateway with one link: set backend.alternateAddress (soft) or backend.alternateDevice (ibv), or leave link out";
 
+/** Config problems of `security` that need no file read (load.ts validates with these). */
 export function securityProblems(security: SecurityConfig, origin: (key: string) => string, hasAlternateLink = false): string[] {
   const problems: string[] = [];
   const ipsec = security.ipsec;
