@@ -28,6 +28,28 @@ interface GuestResult {
   gwOut: string;
 }
 
+/**
+ * Where each order ended: filled, cancelled, or still resting, never two of
+ * these. The session that failed over left RTS, so cancel-on-disconnect
+ * cancelled what rested at the cut (reason DISCONNECT, the only cancel
+ * here). Each trade fills one sell and one buy; and a sell and a buy at one
+ * price never both rest, or they would have crossed.
+ */
+function assertEveryOrderEndedOnce(run: FailoverRun, where: string): void {
+  const filled = new Set(run.fillIds);
+  const cancelled = new Set(run.cancelled.map((c) => c.id));
+  assert.equal(filled.size, run.fillIds.length, `an order filled twice${where}`);
+  assert.equal(cancelled.size, run.cancelled.length, `an order cancelled twice${where}`);
+  assert.deepEqual(run.fillIds.filter((id) => cancelled.has(id)), [], `orders both filled and cancelled${where}`);
+  assert.deepEqual([...new Set(run.cancelled.map((c) => c.reason))].filter((r) => r !== 'DISCONNECT'), [], where);
+  // failover-orders.ts numbers orders from 1: odd ids sell (account 1), even ones buy (account 2).
+  const isSell = (id: string): boolean => BigInt(id) % 2n === 1n;
+  assert.equal(run.fillIds.filter(isSell).length * 2, run.fills, `every trade filled one sell and one buy${where}`);
+  const ids = run.answers.map((a) => a.id);
+  const resting = (sell: boolean): number => ids.filter((id) => isSell(id) === sell && !filled.has(id) && !cancelled.has(id)).length;
+  assert.ok(resting(true) === 0 || resting(false) === 0, `a sell and a buy both resting at one price (${resting(true)} and ${resting(false)})${where}`);
+}
+
 type SessionView = { name: string; device: string; failovers: number; connected: boolean; state: string };
 
 test('ibv without APM: when the primary link fails mid-stream the order, risk and recovery sessions fail over to the second device pair, every order answered once, app_seq without gap or repeat, the feed on line B', { skip: guestSkip, timeout: 1_200_000 }, async () => {
@@ -62,6 +84,7 @@ test('ibv without APM: when the primary link fails mid-stream the order, risk an
   // Each order's ack plus its fills and cancels are every message of the session.
   assert.equal(BigInt(seqs.length), BigInt(ORDERS + run.fills + run.cancels), where);
   assert.ok(run.fills > 0, `the crossing pairs traded${where}`);
+  assertEveryOrderEndedOnce(run, where);
 
   // The risk client, idle, found the link gone by its keepalive and moved too; it reads its words there.
   assert.equal(run.risk.activeDevice, 'alternate', where);

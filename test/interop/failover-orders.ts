@@ -34,6 +34,9 @@ export interface FailoverRun {
   appSeqs: string[];
   fills: number;
   cancels: number;
+  /** The client order id of each fill, and of each cancelAck with its reason, in app_seq order. */
+  fillIds: string[];
+  cancelled: Array<{ id: string; reason: string }>;
   gaps: number;
   disconnects: string[];
   failovers: Array<{ device: string; reason: string; ms: number }>;
@@ -67,11 +70,17 @@ async function run(url: string, token: string, dev: string, alt: string, altNetd
   risk.on('disconnect', (reason: string) => note(`risk: disconnect (${reason})`));
   note('risk client connected');
   const client = await OrderClient.connect({ ...common, name: 'failover-orders', accounts: [1n, 2n], helloTimeoutMs: 60_000 });
-  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'feed' | 'sessions' | 'qps'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, gaps: 0, disconnects: [], failovers: [] };
+  const out: Omit<FailoverRun, 'stats' | 'activeDevice' | 'risk' | 'feed' | 'sessions' | 'qps'> = { answers: [], appSeqs: [], fills: 0, cancels: 0, fillIds: [], cancelled: [], gaps: 0, disconnects: [], failovers: [] };
   client.on('message', (m: SequencedMessage) => {
     out.appSeqs.push(String(m.appSeq));
-    if (m.kind === 'fill') out.fills++;
-    if (m.kind === 'cancelAck') out.cancels++;
+    if (m.kind === 'fill') {
+      out.fills++;
+      out.fillIds.push(String(m.clientOrderId));
+    }
+    if (m.kind === 'cancelAck') {
+      out.cancels++;
+      out.cancelled.push({ id: String(m.origClientOrderId), reason: m.reasonName });
+    }
   });
   client.on('gap', () => out.gaps++);
   client.on('disconnect', (reason: string) => {
