@@ -26,7 +26,15 @@ export interface TwoLinks {
   runIn(ns: string, argv: string[]): string;
   /** `ip link set <end> down` in the gateway's namespace: the link loses its carrier at both ends. */
   down(link: Link): void;
-  /** `ip link set <end> up` again (the kernel restores the link's route). */
+  /**
+   * `ip link set <end> up` again (the kernel restores the link's route), and
+   * returns once both ends are operationally up, with their neighbour entries
+   * for the link flushed. Either way a connection across the link right after
+   * up() could fail with EHOSTUNREACH (a failover bench run did): until the
+   * carrier is up ARP cannot work, and a resolution that the down link's
+   * traffic started, its probes spent while the link was down, fails the
+   * packets queued behind it once its last probe goes unanswered.
+   */
   up(link: Link): void;
   close(): void;
 }
@@ -45,6 +53,16 @@ export function twoLinksUnavailable(): string | undefined {
 }
 
 const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+
+/** Whether `dev` in `ns` is operationally up (`state UP`: its veth peer is up too). */
+const operUp = (ns: string, dev: string): boolean => / state UP /.test(execFileSync('ip', ['-n', ns, '-o', 'link', 'show', 'dev', dev], { encoding: 'utf8' }));
+
+/** Up to `ms` for `ok`, checking every 10 ms without giving the event loop up (up() is synchronous, as the test steps around it are). */
+function waitSync(ok: () => boolean, ms: number): boolean {
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + ms; !ok(); Atomics.wait(tick, 0, 0, 10)) if (Date.now() > deadline) return false;
+  return true;
+}
 
 /** Makes the namespaces and links; `tag` tells runs of one process apart (1..250). */
 export function makeTwoLinks(tag = 1): TwoLinks {
@@ -92,7 +110,14 @@ export function makeTwoLinks(tag = 1): TwoLinks {
     spawnIn: (ns, argv, options = {}) => spawn('ip', ['netns', 'exec', ns, ...argv], options),
     runIn: (ns, argv) => execFileSync('ip', ['netns', 'exec', ns, ...argv], { encoding: 'utf8' }),
     down: (l) => ip('-n', gateway, 'link', 'set', l.gatewayEnd, 'down'),
-    up: (l) => ip('-n', gateway, 'link', 'set', l.gatewayEnd, 'up'),
+    up: (l) => {
+      ip('-n', gateway, 'link', 'set', l.gatewayEnd, 'up');
+      if (!waitSync(() => operUp(gateway, l.gatewayEnd) && operUp(client, l.clientEnd), 10_000)) {
+        throw new Error(`${l.gatewayEnd} (${gateway}) and ${l.clientEnd} (${client}): not both up 10 s after ip link set up`);
+      }
+      ip('-n', gateway, 'neigh', 'flush', 'dev', l.gatewayEnd);
+      ip('-n', client, 'neigh', 'flush', 'dev', l.clientEnd);
+    },
     close,
   };
 }
