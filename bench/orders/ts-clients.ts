@@ -16,6 +16,8 @@
 //                    (bench/rdma/guest.sh's, on rxe or soft) instead of one
 //                    started here; --ibv-device NAME for the client's device
 //                    on the ibv backend, else the soft one at --client-address
+//   --handshake-timeout-ms N   the clients' timeoutMs for the control plane
+//                    (default theirs; a TCG guest needs more)
 //
 // Prints one `RESULT {json}` line (µs, HdrHistogram 3 digits).
 //   node dist/bench/orders/ts-clients.js [--client order] [--iters 20000] [--warmup 2000] [--server-cpu 0]
@@ -83,6 +85,7 @@ async function client(): Promise<void> {
   const busy = arg('busy-poll-us', '');
   const idle = arg('idle', '');
   const ibvDevice = arg('ibv-device', '');
+  const handshakeMs = arg('handshake-timeout-ms', '');
   const gateway = await gatewayUrl(idle);
   const common = {
     url: gateway.url,
@@ -91,6 +94,7 @@ async function client(): Promise<void> {
     accounts: [1n, 2n],
     device: ibvDevice ? { kind: 'ibv' as const, name: ibvDevice } : { address: CLIENT },
     ...(busy ? { busyPollUs: Number(busy) } : {}),
+    ...(handshakeMs ? { timeoutMs: Number(handshakeMs) } : {}),
   };
   let op: Op;
   let close: () => Promise<void>;

@@ -20,7 +20,10 @@ iters=$1 seconds=$2 rate=$3
 work=$(mktemp -d)
 token=bench-desk-token-0123456789abcdef
 qpgate=("$root/bin/qpgate.js")
-ts_clients=("$root/dist/bench/orders/ts-clients.js" --iters "$iters" --warmup $((iters / 10)) --max-seconds 60)
+# Under TCG a control-plane call can take far longer than the clients' 5 s default (a
+# loaded host: the subscriber's handshake timed out): 60 s, as the guest tests give it.
+http_timeout_ms=60000
+ts_clients=("$root/dist/bench/orders/ts-clients.js" --iters "$iters" --warmup $((iters / 10)) --max-seconds 60 --handshake-timeout-ms "$http_timeout_ms")
 
 # rxe routes a group like any destination: out of veth-a, not the guest's default route.
 ip route add 239.0.0.0/8 dev "$QPGATE_VM_VETH_A_NETDEV"
@@ -56,7 +59,7 @@ measure() {
     kill -KILL $gw 2>/dev/null
     return
   fi
-  timeout $((seconds + 120)) "${in[@]}" node "${qpgate[@]}" subscribe --url "$url" --token "$token" "${sub_flags[@]}" \
+  timeout $((seconds + 120)) "${in[@]}" node "${qpgate[@]}" subscribe --url "$url" --token "$token" --http-timeout "$http_timeout_ms" "${sub_flags[@]}" \
     --stats --json --seconds "$seconds" >"$dir/sub.out" 2>"$dir/sub.err"
   local last
   last=$(tail -n 1 "$dir/sub.out")
