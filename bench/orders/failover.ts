@@ -13,11 +13,11 @@
 //   node dist/bench/orders/failover.js [--runs 20] [--quick] [--json out.json]
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseBenchArgs } from '../feed/report.js';
 import { makeTwoLinks, twoLinksUnavailable, type TwoLinks } from '../../test/support/two-links.js';
 import { FAILOVER_CLIENT, sessionsOf, startTwoLinkGateway } from '../../test/orders/two-link-gateway.js';
+import { childLines } from '../../test/support/child-lines.js';
 import { TOKENS } from '../../test/orders/support.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -32,12 +32,7 @@ async function failover(links: TwoLinks, port: number, run: number): Promise<num
     url: `http://${links.primary.gatewayAddress}:${port}`, token: TOKENS.desk, name: `failover-${run}`,
     address: links.primary.clientAddress, alternateAddress: links.alternate.clientAddress, before: 10, after: 2,
   })], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: client.stdout! })[Symbol.asyncIterator]();
-  const next = async (): Promise<Record<string, any>> => {
-    const r = await lines.next();
-    if (r.done) throw new Error(`failover: run ${run}: the client ended early`);
-    return JSON.parse(r.value as string) as Record<string, any>;
-  };
+  const next = childLines(client, () => `failover: run ${run}`);
   const primary = await next();
   links.down(links.primary);
   client.stdin!.write('down\n');
