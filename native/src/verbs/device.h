@@ -162,6 +162,10 @@ class QueuePair {
     if (mode == AckRequests::PER_MESSAGE) return Status{};
     return Error{EOPNOTSUPP, "ack requests 'window': this backend's requester asks for an ACK per message"};
   }
+  // How many times the QP moved to its alternate path by itself (automatic
+  // path migration: the soft backend's, soft_apm.cc). 0 where there is no
+  // APM, as on every RoCE port of the ibv backend (ibv_device.cc).
+  virtual std::uint64_t path_migrations() const { return 0; }
 };
 
 class ProtectionDomain {

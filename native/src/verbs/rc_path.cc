@@ -1,8 +1,5 @@
 #include "verbs/rc_path.h"
 
-#include "verbs/soft/soft_device.h"
-#include "verbs/soft/soft_qp.h"
-
 namespace qpgate::verbs {
 
 std::string_view active_path_name(ActivePath p) { return p == ActivePath::kAlternate ? "alternate" : "primary"; }
@@ -10,7 +7,7 @@ std::string_view active_path_name(ActivePath p) { return p == ActivePath::kAlter
 RcPathInfo rc_path_info(const QueuePair& qp, const RcPeer& peer, bool armed) {
   RcPathInfo info;
   info.has_alternate = armed;
-  if (const soft::SoftQp* s = soft::as_soft_qp(qp)) info.migrations = s->counters().path_migrations.get();
+  info.migrations = qp.path_migrations();
   if (!armed) return info;
   Result<QpAttr> a = qp.query();
   if (!a.ok()) return info;

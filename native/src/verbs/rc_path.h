@@ -20,7 +20,7 @@ struct RcPathInfo {
   bool has_alternate = false;  // the peer gave an alternate GID and we armed ours
   MigState mig_state = MigState::MIGRATED;
   ActivePath active = ActivePath::kPrimary;
-  std::uint64_t migrations = 0;  // the QP counter path_migrations (0 on ibv: no APM)
+  std::uint64_t migrations = 0;  // QueuePair::path_migrations
 };
 
 // `armed`: connect_rc loaded the alternate path (arms_alternate).

@@ -107,6 +107,7 @@ class SoftQpObject final : public QueuePair {
   Status attach_mcast(const Gid& mgid) override { return qp_->attach_mcast(mgid); }
   Status detach_mcast(const Gid& mgid) override { return qp_->detach_mcast(mgid); }
   Status set_ack_requests(AckRequests mode) override { return qp_->set_ack_requests(mode); }
+  std::uint64_t path_migrations() const override { return qp_->path_migrations(); }
   const SoftQp& soft() const { return *qp_; }
 
  private:

@@ -108,6 +108,7 @@ class SoftQp final : public QueuePair {
   Status attach_mcast(const Gid& mgid) override;
   Status detach_mcast(const Gid& mgid) override;
   Status set_ack_requests(AckRequests mode) override;
+  std::uint64_t path_migrations() const override { return counters_.path_migrations.get(); }
 
   // ---- the device's side
   void on_packet(const wire::Packet& pkt, const RxMeta& meta);
