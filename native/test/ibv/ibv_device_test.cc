@@ -17,6 +17,9 @@
 
 #include "../common/ud_setup.h"
 #include "verbs/ibv/ibv_device.h"
+#include "verbs/ibv/ibv_internal.h"
+#include "verbs/rc_connect.h"
+#include "verbs/source_gid.h"
 
 namespace qpgate::verbs::ibv {
 namespace {
@@ -764,6 +767,107 @@ TEST_F(IbvLoopback, ObjectsMayBeDestroyedInAnyOrder) {
 // in the guest), which the veth's counters prove. Skips without that setup.
 // RC and UD across the veth pair (rxe_a ↔ rxe_b) are in the conformance suite
 // (native/test/conformance), which runs the same cases on both backends.
+
+
+// ---------------------------------------------------------------- automatic path migration
+
+// rxe sets IBV_DEVICE_AUTO_PATH_MIG; what decides is the kernel's RDMA
+// core, which refuses an alternate path on a RoCE port (EINVAL). Raw
+// ibverbs here, not the backend (which refuses it first: the next test):
+// the RTS step with IBV_QP_ALT_PATH is refused, the same step without it
+// succeeds. This is why the ibv backend reports auto_path_mig false and a
+// second link is a second device (docs/protocol.md §1.11).
+TEST(IbvDevice, TheKernelRefusesAnAlternatePathOnARocePort) {
+  QPGATE_NEED_IBV_DEVICE();
+  auto dev = open_ibv_device(default_options());
+  ASSERT_TRUE(dev.ok()) << dev.message();
+  const GidChoice gid = (*dev)->gid();
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  ASSERT_NE(list, nullptr);
+  ibv_context* ctx = nullptr;
+  for (int i = 0; i < n && ctx == nullptr; ++i) {
+    if (std::string(ibv_get_device_name(list[i])) == (*dev)->name()) ctx = ibv_open_device(list[i]);
+  }
+  ibv_free_device_list(list);
+  ASSERT_NE(ctx, nullptr);
+  ibv_device_attr da{};
+  ASSERT_EQ(ibv_query_device(ctx, &da), 0);
+  EXPECT_NE(da.device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG, 0) << "rxe advertises APM";
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd != nullptr && cq != nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = cq;
+  ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap = {4, 4, 1, 1, 0};
+  ibv_qp* qp = ibv_create_qp(pd, &ia);
+  ASSERT_NE(qp, nullptr);
+
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = qp->qp_num;  // itself: only the transitions matter
+  a.rq_psn = 1;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.dgid = to_ibv_gid(gid.gid);
+  a.ah_attr.grh.sgid_index = gid.index;
+  a.ah_attr.grh.hop_limit = 64;
+  EXPECT_EQ(ibv_modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+            0);
+  ibv_qp_attr rts{};
+  rts.qp_state = IBV_QPS_RTS;
+  rts.sq_psn = 1;
+  rts.timeout = 14;
+  rts.retry_cnt = 6;
+  rts.rnr_retry = 7;
+  rts.max_rd_atomic = 1;
+  const int rts_mask =
+      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+  ibv_qp_attr with_alt = rts;
+  with_alt.alt_ah_attr = a.ah_attr;  // the same GID: what is refused is any alternate path on RoCE
+  with_alt.alt_port_num = 1;
+  with_alt.alt_timeout = 14;
+  with_alt.path_mig_state = IBV_MIG_REARM;
+  EXPECT_EQ(ibv_modify_qp(qp, &with_alt, rts_mask | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE), EINVAL);
+  EXPECT_EQ(ibv_modify_qp(qp, &rts, rts_mask), 0) << "the same step without the alternate path";
+
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
+// The product's connect_rc (what the gateway's sessions run) given an
+// alternate path on an ibv device: refused before the kernel, naming it.
+TEST_F(IbvLoopback, AnAlternatePathIsRefusedBeforeTheKernelNamingIt) {
+  auto attr = dev->query_device();
+  ASSERT_TRUE(attr.ok()) << attr.message();
+  EXPECT_FALSE(attr->auto_path_mig) << "no APM on a RoCE port, whatever the device advertises";
+  EXPECT_FALSE(choose_alternate_gid(*dev, SourceGid{dev->gid().gid, dev->gid().index}));
+  qp[0] = make_qp(QpType::RC, 0);
+  qp[1] = make_qp(QpType::RC, 1);
+  ASSERT_TRUE(qp[0] && qp[1]);
+  RcParams local;
+  local.psn = 0x1000;
+  local.sgid_index = dev->gid().index;
+  local.alt_sgid_index = local.sgid_index;
+  const RcPeer peer{dev->gid().gid, qp[1]->qp_num(), 0x2000, Mtu::MTU_1024, dev->gid().gid, 0};
+  const Status s = verbs::connect_rc(*qp[0], local, peer);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), EOPNOTSUPP) << s.message();
+  EXPECT_NE(std::string(s.message()).find("IBV_QP_ALT_PATH"), std::string::npos) << s.message();
+}
 
 }  // namespace
 }  // namespace qpgate::verbs::ibv

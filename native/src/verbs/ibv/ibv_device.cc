@@ -168,7 +168,7 @@ DeviceAttr to_device_attr(const ibv_device_attr& a) {
   d.max_qp_init_rd_atom = static_cast<std::uint32_t>(a.max_qp_init_rd_atom);
   d.max_srq = static_cast<std::uint32_t>(a.max_srq);
   d.max_srq_wr = static_cast<std::uint32_t>(a.max_srq_wr);
-  d.auto_path_mig = false;  // whatever a.device_cap_flags says: IBV_QP_ALT_PATH is not passed to ibverbs (open_ibv_device)
+  d.auto_path_mig = false;  // whatever a.device_cap_flags says: no APM on a RoCE port (open_ibv_device)
   d.max_srq_sge = static_cast<std::uint32_t>(a.max_srq_sge);
   d.max_mcast_grp = static_cast<std::uint32_t>(a.max_mcast_grp);
   d.max_mcast_qp_attach = static_cast<std::uint32_t>(a.max_mcast_qp_attach);
@@ -403,12 +403,16 @@ Result<std::unique_ptr<IbvDevice>> open_ibv_device(const IbvDeviceOptions& o) {
   d->limits.max_mtu = static_cast<Mtu>(pa.max_mtu);
   d->limits.max_qp_rd_atom = static_cast<std::uint32_t>(da.max_qp_rd_atom);
   d->limits.max_qp_init_rd_atom = static_cast<std::uint32_t>(da.max_qp_init_rd_atom);
-  // Alternate paths (IBV_QP_ALT_PATH, automatic path migration) are not
-  // passed to ibverbs: rxe sets IBV_DEVICE_AUTO_PATH_MIG but never migrates
-  // (its completer ends a QP whose retries ran out in error, the alternate
-  // path stored and unused), so the flag cannot be trusted, and the soft
-  // backend is where qpgate implements APM (soft_apm.cc). Rate limits go
-  // through ibv_modify_qp_rate_limit, which QpAttr does not carry.
+  // Alternate paths (IBV_QP_ALT_PATH, automatic path migration) are refused
+  // here, before the kernel: its RDMA core refuses them on every RoCE port
+  // (_ib_modify_qp: "alternate paths and APM" are for InfiniBand only;
+  // IbvDevice.TheKernelRefusesAnAlternatePathOnARocePort shows EINVAL on
+  // rxe), whatever IBV_DEVICE_AUTO_PATH_MIG says (rxe sets it, and its
+  // completer never loads an alternate path either), and this backend
+  // serves RoCE ports only. A second link is a second device, failed over
+  // to by the sessions (docs/protocol.md §1.11); the soft backend is where
+  // qpgate's QPs migrate (soft_apm.cc). Rate limits go through
+  // ibv_modify_qp_rate_limit, which QpAttr does not carry.
   d->limits.unsupported = QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE | QpAttrMask::RATE_LIMIT;
   d->limits.backend_name = d->backend_label;
   return std::unique_ptr<IbvDevice>(std::make_unique<IbvDeviceImpl>(std::move(d)));
