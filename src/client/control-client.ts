@@ -75,7 +75,7 @@ export function clientDevice(flags: ClientDeviceFlags): OpenDeviceOptions | Open
     return { address: flags.address, receiveMode: flags.receiveMode, ...(alternate !== undefined ? { alternateAddress: alternate } : {}) };
   }
   if (flags.alternateAddress !== undefined) {
-    throw new ClientError('--alternate-address is for --backend soft: the ibv backend has no automatic path migration (rxe has none)');
+    throw new ClientError("--alternate-address is for --backend soft: the ibv backend has no automatic path migration (Linux's RDMA core refuses an alternate path on a RoCE port); a second link is --alternate-device");
   }
   if (flags.device === undefined) throw new ClientError('--backend ibv needs --device, the RDMA device (ibv_devices lists them)');
   const port = flags.ibPort === undefined ? undefined : Number(flags.ibPort);

@@ -48,12 +48,13 @@ test("a client's --backend, --device, --ib-port and --gid-index: what is missing
     [['subscribe', ...url, '--ib-port', '1'], /^qpgate subscribe: --device, --ib-port and --gid-index are for --backend ibv/m],
     [['order', ...url, '--name', 'n', '--account', '1', '--backend', 'ibv', '--device', 'rxe0', '--ib-port', '0'], /^qpgate order: --ib-port must be a port number of the device \(1\.\.255\), got "0"$/m],
     [['subscribe', ...url, '--backend', 'ibv', '--device', 'rxe0', '--gid-index', '300'], /^qpgate subscribe: --gid-index must be a GID table entry \(0\.\.255\), got "300"$/m],
+    [['order', ...url, '--name', 'n', '--account', '1', '--backend', 'ibv', '--device', 'rxe0', '--alternate-address', '127.0.0.9'], /^qpgate order: --alternate-address is for --backend soft: the ibv backend has no automatic path migration \(Linux's RDMA core refuses an alternate path on a RoCE port\); a second link is --alternate-device$/m],
     [['pingpong', '--backend', 'ibv'], /^qpgate pingpong: --backend ibv needs --device/m],
     [['pingpong', '--backend', 'ibv', '--device', 'rxe0', '-a', '127.0.0.2'], /^qpgate pingpong: --address is for --backend soft/m],
     [['pingpong'], /^qpgate pingpong: --address is needed for the soft device/m],
   ];
   for (const [args, message] of cases) {
-    const r = run(args, {}, 120_000);  // seven starts of the CLI: a loaded host takes its time
+    const r = run(args, {}, 120_000);  // eight starts of the CLI: a loaded host takes its time
     assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, message, args.join(' '));
   }

@@ -57,9 +57,9 @@ export function openAlternateDevice(config: GatewayConfig, engine: Engine): Devi
 
 function openIbv(backend: GatewayConfig['backend'], engine: Engine): Device {
   if (backend.alternateAddress !== undefined) {
-    // qpgate passes no alternate path to ibverbs (ibv_device.cc open_ibv_device), and rxe has no APM.
+    // The kernel refuses IBV_QP_ALT_PATH on a RoCE port (docs/protocol.md §1.11).
     throw new DeviceOpenError(
-      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (rxe has none, and qpgate passes no alternate path to ibverbs); give a second RDMA device as backend.alternateDevice (clients fail over to it), or use backend.kind 'soft'`,
+      `backend.alternateAddress ${backend.alternateAddress}: the ibv backend has no automatic path migration (Linux's RDMA core refuses an alternate path on a RoCE port); give a second RDMA device as backend.alternateDevice (clients fail over to it), or use backend.kind 'soft'`,
     );
   }
   const options = { kind: 'ibv' as const, name: backend.device, port: backend.port, gidIndex: backend.gidIndex };
